@@ -1,0 +1,79 @@
+// common/timer.h - the one timer: CUDA events for device work (warm-up, then
+// the median of repeats), a steady host clock for CPU work.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace lesson {
+
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    size_t m = v.size() / 2;
+    return (v.size() % 2) ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Wall-clock milliseconds on the host.
+class HostTimer {
+public:
+    HostTimer() : t0_(std::chrono::steady_clock::now()) {}
+    void reset() { t0_ = std::chrono::steady_clock::now(); }
+    double ms() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    }
+private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace lesson
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#include "common/check.h"
+namespace lesson {
+
+// Times work issued on one stream with a pair of CUDA events.
+class EventTimer {
+public:
+    EventTimer() {
+        CUDA_CHECK(cudaEventCreate(&start_));
+        CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+    ~EventTimer() {
+        cudaEventDestroy(start_);
+        cudaEventDestroy(stop_);
+    }
+    EventTimer(const EventTimer&) = delete;
+    EventTimer& operator=(const EventTimer&) = delete;
+    void start(cudaStream_t s = 0) { CUDA_CHECK(cudaEventRecord(start_, s)); }
+    float stop(cudaStream_t s = 0) {  // waits for the work, returns milliseconds
+        CUDA_CHECK(cudaEventRecord(stop_, s));
+        CUDA_CHECK(cudaEventSynchronize(stop_));
+        float ms = 0.f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+        return ms;
+    }
+private:
+    cudaEvent_t start_{}, stop_{};
+};
+
+// Runs work() `warmup` times untimed, then `repeat` times, each timed with
+// events on `stream`; returns the median in milliseconds. work() must issue its
+// device work on `stream` (or the legacy default stream, which orders with it).
+template <class Work>
+double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2) {
+    EventTimer t;
+    for (int i = 0; i < warmup; ++i) work();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<double> ms;
+    for (int i = 0; i < repeat; ++i) {
+        t.start(stream);
+        work();
+        ms.push_back(t.stop(stream));
+    }
+    return median(ms);
+}
+
+}  // namespace lesson
+#endif

@@ -1,0 +1,140 @@
+// Lesson 00 - vector add: the memory-management basics.
+//
+// Host buffers (h_), device buffers (d_), cudaMalloc, cudaMemcpy in both
+// directions, one kernel launch with one thread per element, cudaFree. First
+// the original text's 1000-element example, then a vector large enough to
+// measure against the device-to-device copy ceiling. See README.md.
+#include <cstdio>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/elementwise.h"
+#include "verify/random.h"
+
+// One thread per element. The index is size_t: with n past 2^31 an int index
+// would overflow (blockIdx.x * blockDim.x is computed in 32 bits otherwise).
+__global__ void vectorAdd(const float* a, const float* b, float* c, size_t n) {
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];  // the bounds check: the last block may be partly outside
+}
+
+struct AddRun {
+    std::vector<float> h_c;  // GPU result, copied back
+    double kernel_ms = 0, h2d_ms = 0, d2h_ms = 0;
+};
+
+// The whole memory-management story for one vector length.
+static AddRun add_on_gpu(const std::vector<float>& h_a, const std::vector<float>& h_b, int threads, int repeat) {
+    const size_t n = h_a.size(), bytes = n * sizeof(float);
+    AddRun run;
+    run.h_c.resize(n);
+
+    // 1. Allocate device memory.
+    float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_a, bytes));
+    CUDA_CHECK(cudaMalloc(&d_b, bytes));
+    CUDA_CHECK(cudaMalloc(&d_c, bytes));
+    // Poison the output (0xFF bytes are NaN floats): an element the kernel never writes fails the check.
+    CUDA_CHECK(cudaMemset(d_c, 0xFF, bytes));
+
+    // 2. Copy the inputs host -> device (pageable memory: synchronous, timed on the host).
+    lesson::HostTimer t;
+    CUDA_CHECK(cudaMemcpy(d_a, h_a.data(), bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_b, h_b.data(), bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    run.h2d_ms = t.ms();
+
+    // 3. Launch: enough blocks to cover n (ceil-divide), bounds check in the kernel.
+    const unsigned blocks = static_cast<unsigned>(lesson::ceil_div(n, threads));
+    vectorAdd<<<blocks, threads>>>(d_a, d_b, d_c, n);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    // 4. Copy the result device -> host. This copy is what gets verified.
+    t.reset();
+    CUDA_CHECK(cudaMemcpy(run.h_c.data(), d_c, bytes, cudaMemcpyDeviceToHost));
+    run.d2h_ms = t.ms();
+
+    // Timing: relaunch the same kernel (it rewrites the same values) and take the median.
+    run.kernel_ms = lesson::time_median_ms(repeat, [&] {
+        vectorAdd<<<blocks, threads>>>(d_a, d_b, d_c, n);
+        CUDA_CHECK_LAUNCH();
+    });
+
+    // 5. Free device memory.
+    CUDA_CHECK(cudaFree(d_a));
+    CUDA_CHECK(cudaFree(d_b));
+    CUDA_CHECK(cudaFree(d_c));
+    return run;
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t n = int64_t(1) << 27, threads = 256;
+    lesson::Cli cli("vector_add", "Adds two float vectors on the GPU: the text's 1000 elements, then --n elements.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("n", &n, 1, int64_t(1) << 34, "elements of the large vectors", int64_t(1) << 20);
+    cli.add_int("threads", &threads, 32, 1024, "threads per block (a multiple of 32)");
+    cli.parse_or_exit(argc, argv);
+    if (threads % 32 != 0) lesson::bad_input("--threads=" + std::to_string(threads) + " is not a multiple of 32; allowed: 32, 64, ..., 1024");
+
+    const size_t N = static_cast<size_t>(n);
+    // a, b, c as floats plus the double reference on the host; a, b, c on the GPU.
+    lesson::require_host_memory(N * (3 * sizeof(float) + sizeof(double)), "pageable", "--n=" + std::to_string(n));
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(N * 3 * sizeof(float), "--n=" + std::to_string(n));
+
+    lesson::Report report("00_vector_add");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("n", n);
+    report.config("threads_per_block", threads);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // Part 1: the original text's example, 1000 elements (random, not constant, inputs).
+    {
+        std::vector<float> h_a(1000), h_b(1000);
+        verify::fill_uniform(h_a.data(), 1000, opt.seed);
+        verify::fill_uniform(h_b.data(), 1000, opt.seed + 1);
+        AddRun small = add_on_gpu(h_a, h_b, static_cast<int>(threads), 1);
+        std::vector<double> ref(1000);
+        verify::add_reference(h_a.data(), h_b.data(), ref.data(), 1000);
+        report.check(verify::compare(small.h_c.data(), ref.data(), 1000, 1e-5, "1000-element example, every element"));
+    }
+
+    // Part 2: a vector large enough to measure.
+    std::vector<float> h_a(N), h_b(N);
+    verify::fill_uniform(h_a.data(), N, opt.seed + 2);
+    verify::fill_uniform(h_b.data(), N, opt.seed + 3);
+    AddRun big = add_on_gpu(h_a, h_b, static_cast<int>(threads), static_cast<int>(opt.repeat));
+    if (opt.inject_fault) verify::inject_fault(big.h_c.data(), N, opt.seed);
+
+    lesson::HostTimer cpu;
+    std::vector<double> ref(N);
+    verify::add_reference(h_a.data(), h_b.data(), ref.data(), N);
+    report.cpu_reference_ms(cpu.ms());
+    report.check(verify::compare(big.h_c.data(), ref.data(), N, 1e-5, "n-element add, every element"));
+
+    // Report: the kernel against the copy ceiling, the transfers against what they cost.
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    const double kernel_bytes = 3.0 * N * sizeof(float);  // read a, read b, write c
+    const double kernel_gbps = kernel_bytes / (big.kernel_ms * 1e6);
+    report.variant("vectorAdd kernel", big.kernel_ms, kernel_gbps, "GB/s", d2d, "D2D copy");
+    report.variant("cudaMemcpy H2D of a and b (pageable)", big.h2d_ms, 2.0 * N * sizeof(float) / (big.h2d_ms * 1e6), "GB/s");
+    report.variant("cudaMemcpy D2H of c (pageable)", big.d2h_ms, 1.0 * N * sizeof(float) / (big.d2h_ms * 1e6), "GB/s");
+    report.metric("transfer time / kernel time", (big.h2d_ms + big.d2h_ms) / big.kernel_ms, "x");
+    char key[96];
+    std::snprintf(key, sizeof key, "vectorAdd %.0f GB/s at n=%lld", kernel_gbps, (long long)n);
+    report.key_result(key, kernel_gbps / d2d, "D2D copy");
+    return report.finish(opt.json);
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# scripts/run_all.sh - build every lesson, run them in numeric order, print a table.
+#
+#   scripts/run_all.sh [--quick] [--sanitize] [--only=PATTERN] [--no-build]
+#
+#   --quick        run each lesson with --quick (small sizes)
+#   --sanitize     run each lesson at --quick size under compute-sanitizer
+#                  memcheck, racecheck, synccheck and initcheck; any error is a FAIL
+#   --only=PATTERN run only lessons whose folder name matches the shell pattern
+#                  (e.g. --only='0[0-2]_*' or --only='*transpose*')
+#   --no-build     use the binaries already in the build folder
+#
+# Environment: BUILD_DIR (default build), CUDAARCHS (e.g. 90) to pick the GPU
+# architecture instead of "native". Each lesson's log and JSON report go to
+# $BUILD_DIR/results/. Each lesson is also run once with --quick --inject-fault,
+# which must FAIL (the check can catch a wrong element).
+# Exit: 0 all PASS, 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=${BUILD_DIR:-build}
+QUICK=0; SANITIZE=0; ONLY='*'; DO_BUILD=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    --sanitize) SANITIZE=1 ;;
+    --only=*) ONLY=${arg#--only=} ;;
+    --no-build) DO_BUILD=0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+if [ "$DO_BUILD" = 1 ]; then
+  gen=()
+  command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && gen=(-G Ninja)
+  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$BUILD.configure.log" 2>&1 ||
+    { cat "$BUILD.configure.log"; echo "run_all.sh: configure failed"; exit 1; }
+  rm -f "$BUILD.configure.log"
+  cmake --build "$BUILD" --parallel "$(nproc)" 2>&1 | tail -n 3 ||
+    { echo "run_all.sh: build failed"; exit 1; }
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "run_all.sh: build failed"; exit 1; }
+fi
+BIN="$ROOT/$BUILD/bin"
+RES="$ROOT/$BUILD/results"
+mkdir -p "$RES"
+
+gpu=$("$BIN/gpu_check" 2>&1); rc=$?
+if [ $rc = 77 ]; then
+  echo "run_all.sh: no CUDA GPU on this machine ($gpu); lessons are built but not run."
+  exit 77
+elif [ $rc != 0 ]; then
+  echo "run_all.sh: gpu_check failed: $gpu"; exit 1
+fi
+echo "$gpu" | head -n 1
+SAN=""
+if [ "$SANITIZE" = 1 ]; then
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  [ -n "$SAN" ] || { echo "run_all.sh: --sanitize needs compute-sanitizer (CUDA Toolkit)"; exit 1; }
+fi
+
+lessons=()
+for d in lessons/[0-9][0-9]_*/; do
+  d=${d%/}; name=${d#lessons/}
+  [[ "$name" == $ONLY ]] || continue
+  [ -f "$d/main.cu" ] || continue
+  lessons+=("$name")
+done
+[ ${#lessons[@]} -gt 0 ] || { echo "run_all.sh: no lesson matches --only=$ONLY" >&2; exit 2; }
+
+elapsed() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
+fails=0
+table=()
+row() { table+=("$(printf '%-28s %-7s %-46s %-22s %7s  %s' "$@")"); }
+row "lesson" "result" "key metric" "of ceiling" "seconds" "fault check"
+for name in "${lessons[@]}"; do
+  exe="$BIN/${name#[0-9][0-9]_}"
+  if [ ! -x "$exe" ]; then row "$name" "FAIL" "(not built)" "" "" ""; fails=$((fails+1)); continue; fi
+  if [ "$SANITIZE" = 1 ]; then
+    result=PASS; detail=""
+    start=$(date +%s%N)
+    for tool in memcheck racecheck synccheck initcheck; do
+      log="$RES/$name.$tool.log"
+      extra=()
+      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 >"$log" 2>&1
+      trc=$?
+      summary=$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$log" || true)
+      if [ $trc != 0 ] || [ -z "$summary" ] || [ "$summary" != "ERROR SUMMARY: 0 error" ]; then
+        result=FAIL; detail+="$tool(rc=$trc ${summary:-no summary}) "
+      else
+        detail+="$tool:0 "
+      fi
+    done
+    secs=$(elapsed "$start")
+    [ $result = FAIL ] && fails=$((fails+1))
+    row "$name" "$result" "${detail% }" "" "$secs" ""
+    echo "$name: $result ($detail)"
+    continue
+  fi
+  args=(--json="$RES/$name.json")
+  [ "$QUICK" = 1 ] && args+=(--quick)
+  start=$(date +%s%N)
+  "$exe" "${args[@]}" >"$RES/$name.log" 2>&1
+  rc=$?
+  secs=$(elapsed "$start")
+  last=$(grep '^RESULT:' "$RES/$name.log" | tail -n 1)
+  case $rc in
+    0) result=PASS ;;
+    77) result=SKIP ;;
+    *) result=FAIL; fails=$((fails+1)) ;;
+  esac
+  key=$(grep '^Key result:' "$RES/$name.log" | tail -n 1 | sed 's/^Key result: //')
+  metric=${key%% | *}; frac=""
+  [[ "$key" == *" | "* ]] && frac=${key#* | }
+  [ $rc = 0 ] || metric="$last"
+  # The fault check: the same lesson, corrupted on purpose, must FAIL with exit 1.
+  "$exe" --quick --inject-fault >"$RES/$name.fault.log" 2>&1
+  frc=$?
+  if [ $frc = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
+  else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
+  row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
+  echo "$name: $result ($secs s) $metric${frac:+ | $frac}; fault check $fault"
+done
+
+echo
+printf '%s\n' "${table[@]}" | tee "$RES/summary.txt"
+if [ $fails -gt 0 ]; then echo "run_all.sh: $fails failure(s)"; exit 1; fi
+echo "run_all.sh: all ${#lessons[@]} lesson(s) PASS"
+exit 0

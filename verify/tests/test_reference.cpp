@@ -1,0 +1,71 @@
+#include <vector>
+#include "catch_shim.hpp"
+#include "common/report.h"
+#include "verify/elementwise.h"
+#include "verify/matmul.h"
+
+TEST_CASE("reference: elementwise add", "[reference]") {
+    float a[] = {1.0f, -2.5f, 3.0f, 16777216.0f};
+    float b[] = {2.0f, 0.5f, -3.0f, 1.0f};
+    double c[4];
+    verify::add_reference(a, b, c, 4);
+    CHECK(c[0] == 3.0);
+    CHECK(c[1] == -2.0);
+    CHECK(c[2] == 0.0);
+    CHECK(c[3] == 16777217.0);  // exact in double, not representable in float
+}
+
+TEST_CASE("reference: 4x4 matmul known answer (C[0][0] = 130)", "[reference]") {
+    // A[i][j] = 4i + j + 1 (1..16), B = A + 4 (5..20), row-major.
+    float A[16], B[16];
+    for (int i = 0; i < 16; ++i) {
+        A[i] = float(i + 1);
+        B[i] = float(i + 5);
+    }
+    double C[16];
+    verify::matmul_reference(A, B, C, 4, 4, 4);
+    CHECK(C[0] == 130.0);  // 1*5 + 2*9 + 3*13 + 4*17
+    CHECK(C[1] == 140.0);  // 1*6 + 2*10 + 3*14 + 4*18
+    CHECK(C[4] == 306.0);  // 5*5 + 6*9 + 7*13 + 8*17
+    CHECK(C[15] == 832.0);  // 13*8 + 14*12 + 15*16 + 16*20
+}
+
+TEST_CASE("reference: non-square matmul and row subsets", "[reference]") {
+    // A is 2x3, B is 3x4
+    float A[] = {1, 2, 3, 4, 5, 6};
+    float B[] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1};
+    double C[8];
+    verify::matmul_reference(A, B, C, 2, 4, 3);
+    double want[] = {1, 2, 3, 6, 4, 5, 6, 15};
+    for (int i = 0; i < 8; ++i) CHECK(C[i] == want[i]);
+    double D[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    verify::matmul_reference(A, B, D, 2, 4, 3, 1, 2);  // second row only
+    CHECK(D[0] == -1);
+    for (int j = 0; j < 4; ++j) CHECK(D[4 + j] == want[4 + j]);
+}
+
+TEST_CASE("report: PASS needs at least one check, all passing", "[report]") {
+    lesson::Report empty("x");
+    CHECK_FALSE(empty.passed());
+    lesson::Report r("x");
+    lesson::Check ok;
+    ok.pass = true;
+    r.check(ok);
+    CHECK(r.passed());
+    lesson::Check bad;
+    bad.pass = false;
+    r.check(bad);
+    CHECK_FALSE(r.passed());
+}
+
+TEST_CASE("report: JSON escapes text and writes NaN as null", "[report]") {
+    lesson::Report r("00_vector_add");
+    r.config("n", int64_t(1) << 33);
+    r.config("label", std::string("a \"quoted\"\nline"));
+    r.variant("add", 1.5, NAN, "GB/s");
+    std::string j = r.json(false);
+    CHECK(j.find("\"n\":8589934592") != std::string::npos);
+    CHECK(j.find("a \\\"quoted\\\"\\nline") != std::string::npos);
+    CHECK(j.find("\"rate\":null") != std::string::npos);
+    CHECK(j.find("\"result\":\"FAIL\"") != std::string::npos);
+}
