@@ -32,15 +32,28 @@ for arg in "$@"; do
 done
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+lessons=()
+for d in lessons/[0-9][0-9]_*/; do
+  d=${d%/}; name=${d#lessons/}
+  [[ "$name" == $ONLY ]] || continue
+  [ -f "$d/main.cu" ] || continue
+  lessons+=("$name")
+done
+[ ${#lessons[@]} -gt 0 ] || { echo "run_all.sh: no lesson matches --only=$ONLY" >&2; exit 2; }
+
+elapsed() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 if [ "$DO_BUILD" = 1 ]; then
   gen=()
   command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && gen=(-G Ninja)
   cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$BUILD.configure.log" 2>&1 ||
     { cat "$BUILD.configure.log"; echo "run_all.sh: configure failed"; exit 1; }
   rm -f "$BUILD.configure.log"
-  cmake --build "$BUILD" --parallel "$(nproc)" 2>&1 | tail -n 3 ||
-    { echo "run_all.sh: build failed"; exit 1; }
-  [ "${PIPESTATUS[0]}" = 0 ] || { echo "run_all.sh: build failed"; exit 1; }
+  # Build only what runs: gpu_check and the selected lessons.
+  targets=(gpu_check)
+  for name in "${lessons[@]}"; do targets+=("${name#[0-9][0-9]_}"); done
+  cmake --build "$BUILD" --parallel "$(nproc)" --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
+    { tail -n 40 "$BUILD.build.log"; echo "run_all.sh: build failed (full log: $BUILD.build.log)"; exit 1; }
+  rm -f "$BUILD.build.log"
 fi
 BIN="$ROOT/$BUILD/bin"
 RES="$ROOT/$BUILD/results"
@@ -60,16 +73,6 @@ if [ "$SANITIZE" = 1 ]; then
   [ -n "$SAN" ] || { echo "run_all.sh: --sanitize needs compute-sanitizer (CUDA Toolkit)"; exit 1; }
 fi
 
-lessons=()
-for d in lessons/[0-9][0-9]_*/; do
-  d=${d%/}; name=${d#lessons/}
-  [[ "$name" == $ONLY ]] || continue
-  [ -f "$d/main.cu" ] || continue
-  lessons+=("$name")
-done
-[ ${#lessons[@]} -gt 0 ] || { echo "run_all.sh: no lesson matches --only=$ONLY" >&2; exit 2; }
-
-elapsed() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 fails=0
 table=()
 row() { table+=("$(printf '%-28s %-7s %-46s %-22s %7s  %s' "$@")"); }
