@@ -89,8 +89,10 @@ for name in "${lessons[@]}"; do
       [ "$tool" = memcheck ] && extra=(--leak-check full)
       "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 >"$log" 2>&1
       trc=$?
-      summary=$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$log" || true)
-      if [ $trc != 0 ] || [ -z "$summary" ] || [ "$summary" != "ERROR SUMMARY: 0 error" ]; then
+      # memcheck/synccheck/initcheck end with "ERROR SUMMARY: N errors",
+      # racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
+      summary=$(grep -m1 -oE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" || true)
+      if [ $trc != 0 ] || [ -z "$summary" ] || [[ "$summary" != *": 0 "* ]]; then
         result=FAIL; detail+="$tool(rc=$trc ${summary:-no summary}) "
       else
         detail+="$tool:0 "

@@ -1,0 +1,122 @@
+// Lesson 01 - 2D matrix add in one 16x16 block.
+//
+// A 16x16 matrix, one block of 16x16 threads: thread (x, y) adds element
+// (row = y, col = x). threadIdx.x runs along a row, the contiguous direction
+// of a row-major matrix, so neighbouring threads of a warp touch neighbouring
+// addresses (coalescing). The original text maps threadIdx.x to the row; that
+// kernel is here too, for comparison. See README.md.
+#include <cstdio>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/elementwise.h"
+#include "verify/random.h"
+
+constexpr int N = 16;  // the matrix is N x N, the block N x N threads
+
+// threadIdx.x -> column: a warp (32 consecutive threads = two rows of 16)
+// reads two runs of 16 consecutive floats.
+__global__ void addMatrices(const float* A, const float* B, float* C) {
+    int col = threadIdx.x;
+    int row = threadIdx.y;
+    int idx = row * N + col;  // row-major
+    C[idx] = A[idx] + B[idx];
+}
+
+// The original text's mapping, threadIdx.x -> row: the same warp reads 32
+// floats that lie N apart. Correct here, but uncoalesced (lesson 02 measures it).
+__global__ void addMatricesRowMapped(const float* A, const float* B, float* C) {
+    int row = threadIdx.x;
+    int col = threadIdx.y;
+    int idx = row * N + col;
+    C[idx] = A[idx] + B[idx];
+}
+
+int main(int argc, char** argv) {
+    lesson::CommonOptions opt;
+    lesson::Cli cli("matrix_add_single_block",
+                    "Adds two 16x16 matrices with one 16x16 block of threads (2D thread indices).");
+    lesson::add_common_flags(cli, opt);
+    cli.parse_or_exit(argc, argv);
+
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::Report report("01_matrix_add_single_block");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("N", int64_t(N));
+    report.config("block", std::string("16x16"));
+    report.config("seed", opt.seed);
+
+    // Host matrices with random values: 1 + 2 = 3 everywhere would hide a wrong index.
+    const size_t count = size_t(N) * N, bytes = count * sizeof(float);
+    std::vector<float> h_A(count), h_B(count), h_C(count), h_C_rowmapped(count);
+    verify::fill_uniform(h_A.data(), count, opt.seed);
+    verify::fill_uniform(h_B.data(), count, opt.seed + 1);
+
+    float *d_A, *d_B, *d_C;
+    CUDA_CHECK(cudaMalloc(&d_A, bytes));
+    CUDA_CHECK(cudaMalloc(&d_B, bytes));
+    CUDA_CHECK(cudaMalloc(&d_C, bytes));
+    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), bytes, cudaMemcpyHostToDevice));
+
+    // One block, 16x16 threads: dim3 carries the 2D shape.
+    dim3 threads(N, N);
+    dim3 blocks(1, 1);
+
+    CUDA_CHECK(cudaMemset(d_C, 0xFF, bytes));  // NaN poison: unwritten elements fail
+    addMatrices<<<blocks, threads>>>(d_A, d_B, d_C);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, bytes, cudaMemcpyDeviceToHost));
+
+    CUDA_CHECK(cudaMemset(d_C, 0xFF, bytes));
+    addMatricesRowMapped<<<blocks, threads>>>(d_A, d_B, d_C);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaMemcpy(h_C_rowmapped.data(), d_C, bytes, cudaMemcpyDeviceToHost));
+
+    // A single 16x16 block is all launch overhead: time it to see that floor.
+    double ms = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
+        addMatrices<<<blocks, threads>>>(d_A, d_B, d_C);
+        CUDA_CHECK_LAUNCH();
+    });
+    double ms_rowmapped = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
+        addMatricesRowMapped<<<blocks, threads>>>(d_A, d_B, d_C);
+        CUDA_CHECK_LAUNCH();
+    });
+
+    CUDA_CHECK(cudaFree(d_A));
+    CUDA_CHECK(cudaFree(d_B));
+    CUDA_CHECK(cudaFree(d_C));
+
+    if (opt.inject_fault) verify::inject_fault(h_C.data(), count, opt.seed);
+
+    lesson::HostTimer cpu;
+    std::vector<double> ref(count);
+    verify::add_reference(h_A.data(), h_B.data(), ref.data(), count);
+    report.cpu_reference_ms(cpu.ms());
+    report.check(verify::compare(h_C.data(), ref.data(), count, 1e-5, "addMatrices (x -> column), every element"));
+    report.check(verify::compare(h_C_rowmapped.data(), ref.data(), count, 1e-5,
+                                 "addMatricesRowMapped (x -> row), every element"));
+
+    // Print a corner so the learner sees real numbers, not just a verdict.
+    std::printf("C[0][0..3] = %.6f %.6f %.6f %.6f (A[0][0] + B[0][0] = %.6f)\n", h_C[0], h_C[1], h_C[2], h_C[3],
+                double(h_A[0]) + double(h_B[0]));
+
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    const double moved = 3.0 * bytes;  // 3 KB: far too little to approach the ceiling
+    report.variant("addMatrices, 1 block (x -> column)", ms, moved / (ms * 1e6), "GB/s", d2d, "D2D copy");
+    report.variant("addMatricesRowMapped, 1 block (x -> row)", ms_rowmapped, moved / (ms_rowmapped * 1e6), "GB/s",
+                   d2d, "D2D copy");
+    report.note("one 16x16 block uses 1 of the GPU's SMs for a few microseconds: the time is launch latency, "
+                "not memory bandwidth (lesson 02 fills the GPU)");
+    char key[96];
+    std::snprintf(key, sizeof key, "16x16 add in one block: %.1f us per launch", ms * 1e3);
+    report.key_result(key, moved / (ms * 1e6) / d2d, "D2D copy");
+    return report.finish(opt.json);
+}

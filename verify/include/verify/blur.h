@@ -1,0 +1,34 @@
+// verify/blur.h - CPU reference for the 3x3 Gaussian blur, in double.
+//
+// Kernel [1 2 1; 2 4 2; 1 2 1] / 16. Border rule: clamp-to-edge. A neighbour
+// outside the image takes the value of the nearest pixel inside it, so
+// in(-1, y) reads in(0, y) and in(width, y) reads in(width - 1, y). Under this
+// rule a constant image stays constant, borders included.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+namespace verify {
+
+// The weights, row by row (dy = -1, 0, +1), column by column (dx = -1, 0, +1); they sum to 16.
+constexpr int kBlur3x3Weights[3][3] = {{1, 2, 1}, {2, 4, 2}, {1, 2, 1}};
+
+// Clamp-to-edge: the index of the pixel that stands in for position i of an axis of length n.
+inline int64_t clamp_to_edge(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
+
+// out = blur(in) for one width x height image (row-major: pixel (x, y) at y * width + x).
+inline void blur3x3_reference(const float* in, double* out, int64_t width, int64_t height) {
+    for (int64_t y = 0; y < height; ++y) {
+        const float* rows[3];
+        for (int dy = -1; dy <= 1; ++dy) rows[dy + 1] = in + clamp_to_edge(y + dy, height) * width;
+        for (int64_t x = 0; x < width; ++x) {
+            const int64_t xs[3] = {clamp_to_edge(x - 1, width), x, clamp_to_edge(x + 1, width)};
+            double s = 0.0;
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) s += kBlur3x3Weights[r][c] * static_cast<double>(rows[r][xs[c]]);
+            out[y * width + x] = s / 16.0;
+        }
+    }
+}
+
+}  // namespace verify
