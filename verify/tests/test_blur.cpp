@@ -84,13 +84,13 @@ TEST_CASE("blur3x3: non-square sizes", "[blur]") {
     }
     SECTION("a single column blurs vertically only: (up + 2 centre + down) / 4") {
         const int64_t w = 1, h = 4;
-        std::vector<float> in = {4.0f, 8.0f, 0.0f, 12.0f};
+        std::vector<float> in = {8.0f, 0.0f, 4.0f, 12.0f};
         std::vector<double> out(h, -1.0);
         verify::blur3x3_reference(in.data(), out.data(), w, h);
-        CHECK(out[0] == 6.0);  // (4 + 8 + 4*... ) clamp: (4 + 2*4 + 8) / 4 = 5? see below
-        CHECK(out[1] == 5.0);  // (4 + 16 + 0) / 4
-        CHECK(out[2] == 5.0);  // (8 + 0 + 12) / 4
-        CHECK(out[3] == 9.0);  // (0 + 24 + 12) / 4
+        CHECK(out[0] == 6.0);   // (8 + 2*8 + 0) / 4: the row above clamps onto row 0
+        CHECK(out[1] == 3.0);   // (8 + 0 + 4) / 4
+        CHECK(out[2] == 5.0);   // (0 + 8 + 12) / 4
+        CHECK(out[3] == 10.0);  // (4 + 24 + 12) / 4
     }
     SECTION("a single row blurs horizontally only, and a 1 x 1 image is unchanged") {
         std::vector<float> row = {16.0f, 0.0f, 0.0f};

@@ -1,0 +1,191 @@
+// Lesson 03 - batched 3D grid: many matrices added in one launch.
+//
+// blockIdx.x / blockIdx.y pick a 16 x 16 tile of a matrix, blockIdx.z picks
+// the matrix. The original text's batch (1000 matrices of 256 x 256) fits the
+// grid, but gridDim.z is limited to 65535, so the kernel walks the batch with a
+// grid-stride loop over z: one launch covers any batch size. A second run past
+// that limit (--limit-batch) proves it. See README.md.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/elementwise.h"
+#include "verify/random.h"
+
+constexpr int kTile = 16;  // 16 x 16 threads per block, as in the original text
+
+// C[m] = A[m] + B[m] for every n x n matrix m of the batch, stored one after
+// the other. Thread (x, y) of the grid owns element (row, col) of a matrix;
+// blockIdx.z is the first matrix it handles, and it steps by gridDim.z until
+// the batch is done (one step when gridDim.z == batch). Every offset is
+// size_t: 1000 x 256 x 256 is 65.5 M elements, and m * n * n passes 2^31 as
+// soon as the batch holds more than 32768 such matrices.
+__global__ void addMatricesBatched(const float* __restrict__ A, const float* __restrict__ B,
+                                   float* __restrict__ C, int n, size_t batch) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= n || col >= n) return;  // edge tiles when n is not a multiple of 16
+    const size_t matrix_elems = static_cast<size_t>(n) * n;
+    const size_t in_matrix = static_cast<size_t>(row) * n + col;
+    for (size_t m = blockIdx.z; m < batch; m += gridDim.z) {
+        const size_t i = m * matrix_elems + in_matrix;
+        C[i] = A[i] + B[i];
+    }
+}
+
+// One way of covering the batch: a name and the launch(es) it issues on (A, B, C).
+struct LaunchPlan {
+    std::string name;
+    std::function<void(const float*, const float*, float*)> launch;
+};
+
+// The launch shape: grid_for() ceil-divides n by 16 for x and y; z is the
+// number of matrix layers asked for, capped at the hardware's 65535 (the
+// kernel's z loop covers the rest).
+static dim3 grid_of(int n, uint64_t z) {
+    const lesson::Grid g = lesson::grid_for(n, n, std::min<uint64_t>(z, lesson::kMaxGridYZ), kTile, kTile);
+    return dim3(g.x, g.y, g.z);
+}
+
+struct BatchTimes {
+    double first_plan_ms = 0, cpu_reference_ms = 0;
+};
+
+// Adds `batch` random n x n matrices with each plan, verifies every element of
+// each plan's output and times it.
+static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::CommonOptions& opt, double d2d_gbps,
+                            const std::string& label, const std::vector<LaunchPlan>& plans, lesson::Report& report) {
+    const size_t count = static_cast<size_t>(n) * n * batch, bytes = count * sizeof(float);
+    BatchTimes t;
+
+    // Host inputs: random, seeded (constant inputs would hide indexing bugs); the CPU reference in double.
+    std::vector<float> h_A(count), h_B(count), h_C(count);
+    verify::fill_uniform(h_A.data(), count, seed);
+    verify::fill_uniform(h_B.data(), count, seed + 1);
+    lesson::HostTimer cpu;
+    std::vector<double> ref(count);
+    verify::add_reference(h_A.data(), h_B.data(), ref.data(), count);
+    t.cpu_reference_ms = cpu.ms();
+
+    // Device buffers for the whole batch, one allocation per array; the matrices lie one after the other.
+    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_A, bytes));
+    CUDA_CHECK(cudaMalloc(&d_B, bytes));
+    CUDA_CHECK(cudaMalloc(&d_C, bytes));
+    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), bytes, cudaMemcpyHostToDevice));
+
+    for (size_t p = 0; p < plans.size(); ++p) {
+        auto launch = [&] { plans[p].launch(d_A, d_B, d_C); };
+        // Poison C (0xFF bytes are NaN), run once, copy back, check every element.
+        CUDA_CHECK(cudaMemset(d_C, 0xFF, bytes));
+        launch();
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, bytes, cudaMemcpyDeviceToHost));
+        if (opt.inject_fault && p == 0) verify::inject_fault(h_C.data(), count, seed);
+        report.check(verify::compare(h_C.data(), ref.data(), count, 1e-5,
+                                     label + ", " + plans[p].name + ", every element"));
+
+        // Time it: the relaunches rewrite the same values.
+        const double ms = lesson::time_median_ms(static_cast<int>(opt.repeat), launch);
+        const double gbps = 3.0 * bytes / (ms * 1e6);  // read A, read B, write C
+        report.variant(label + ": " + plans[p].name, ms, gbps, "GB/s", d2d_gbps, "D2D copy");
+        if (p == 0) t.first_plan_ms = ms;
+    }
+
+    CUDA_CHECK(cudaFree(d_A));
+    CUDA_CHECK(cudaFree(d_B));
+    CUDA_CHECK(cudaFree(d_C));
+    return t;
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t n = 256, batch = 1000, limit_n = 16, limit_batch = 70000;
+    lesson::Cli cli("batched_3d_grid",
+                    "Adds a batch of n x n float matrices in one launch (blockIdx.z = matrix), then a batch past "
+                    "the gridDim.z limit of 65535.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("n", &n, 1, 8192, "matrix side", 64);
+    cli.add_int("batch", &batch, 1, 10000000, "matrices in the batch", 64);
+    cli.add_int("limit-n", &limit_n, 1, 256, "matrix side of the second run, past the grid limit", 4);
+    cli.add_int("limit-batch", &limit_batch, 65536, 10000000, "matrices of the second run (more than 65535)");
+    cli.parse_or_exit(argc, argv);
+
+    // Per element: A, B, C as floats and the double reference on the host; A, B, C on the GPU.
+    const uint64_t elems = std::max(uint64_t(n) * n * batch, uint64_t(limit_n) * limit_n * limit_batch);
+    const std::string sizes = "--n=" + std::to_string(n) + " --batch=" + std::to_string(batch) +
+                              " --limit-n=" + std::to_string(limit_n) + " --limit-batch=" + std::to_string(limit_batch);
+    lesson::require_host_memory(elems * (3 * sizeof(float) + sizeof(double)), "pageable", sizes);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(elems * 3 * sizeof(float), sizes);
+
+    lesson::Report report("03_batched_3d_grid");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("n", n);
+    report.config("batch", batch);
+    report.config("block", std::string("16x16"));
+    const dim3 grid = grid_of(static_cast<int>(n), batch);
+    report.config("grid", std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z));
+    report.config("limit_n", limit_n);
+    report.config("limit_batch", limit_batch);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    const dim3 block(kTile, kTile);
+
+    // Part 1: the original text's batch, covered three ways.
+    const int N = static_cast<int>(n);
+    const size_t nb = static_cast<size_t>(batch), per = static_cast<size_t>(N) * N;
+    const BatchTimes main_run = run_batch(N, nb, opt.seed, opt, d2d, "batch " + std::to_string(batch), {
+        // The text's launch: one layer of blocks per matrix (gridDim.z = batch while it fits).
+        {"one launch, grid z = batch", [=](const float* a, const float* b, float* c) {
+             addMatricesBatched<<<grid_of(N, nb), block>>>(a, b, c, N, nb);
+             CUDA_CHECK_LAUNCH();
+         }},
+        // A quarter of the layers: each thread's z loop adds 4 matrices.
+        {"one launch, grid z = batch/4 (z loop)", [=](const float* a, const float* b, float* c) {
+             addMatricesBatched<<<grid_of(N, lesson::ceil_div(nb, 4)), block>>>(a, b, c, N, nb);
+             CUDA_CHECK_LAUNCH();
+         }},
+        // Without batching: a 2D launch per matrix, `batch` launches of batch 1.
+        {"one 2D launch per matrix", [=](const float* a, const float* b, float* c) {
+             const dim3 grid2d = grid_of(N, 1);
+             for (size_t m = 0; m < nb; ++m) {
+                 addMatricesBatched<<<grid2d, block>>>(a + m * per, b + m * per, c + m * per, N, 1);
+                 CUDA_CHECK_LAUNCH();
+             }
+         }},
+    }, report);
+    report.cpu_reference_ms(main_run.cpu_reference_ms);
+
+    // Part 2: more matrices than gridDim.z allows; the z loop takes the rest.
+    const int LN = static_cast<int>(limit_n);
+    const size_t lb = static_cast<size_t>(limit_batch);
+    run_batch(LN, lb, opt.seed + 2, opt, d2d, "batch " + std::to_string(limit_batch), {
+        {"one launch, grid z = 65535 (z loop)", [=](const float* a, const float* b, float* c) {
+             addMatricesBatched<<<grid_of(LN, lb), block>>>(a, b, c, LN, lb);
+             CUDA_CHECK_LAUNCH();
+         }},
+    }, report);
+
+    const double gbps = 3.0 * nb * per * sizeof(float) / (main_run.first_plan_ms * 1e6);
+    char key[128];
+    std::snprintf(key, sizeof key, "addMatricesBatched %.0f GB/s, %zu x %d^2 in one launch", gbps, nb, N);
+    report.key_result(key, gbps / d2d, "D2D copy");
+    return report.finish(opt.json);
+}

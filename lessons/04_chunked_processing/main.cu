@@ -1,0 +1,177 @@
+// Lesson 04 - chunked processing: a data set larger than the GPU, one chunk at a time.
+//
+// The original text's problem: 100,000 matrices of 256 x 256 (26 GB per array)
+// added on a GPU that holds one chunk of 1,000 matrices at a time. One set of
+// device buffers sized for a chunk; a loop produces a chunk's inputs, copies
+// them in, adds, copies the sum out and verifies it. Pageable host memory and
+// plain cudaMemcpy, as the text does: the baseline that lesson 05 beats with
+// pinned memory and streams. See README.md.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/chunked.h"
+#include "verify/compare.h"
+#include "verify/random.h"
+
+// C = A + B over one chunk. The matrices of a chunk lie one after the other,
+// so elementwise work does not care about rows and columns: the chunk is one
+// flat array of `count` elements. A grid-stride loop lets one fixed grid,
+// sized to the GPU, cover any chunk, the smaller last one included.
+__global__ void addChunk(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                         size_t count) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+        c[i] = a[i] + b[i];
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t matrices = 3500, chunk = 1000, n = 256;
+    lesson::Cli cli("chunked_processing",
+                    "Adds --matrices n x n float matrices on a GPU that holds one chunk of --chunk matrices at a "
+                    "time (pageable memory, plain cudaMemcpy). --matrices=100000 is the original text's full scale.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("matrices", &matrices, 1, 10000000, "matrices in the whole data set", 40);
+    cli.add_int("chunk", &chunk, 1, 10000000, "matrices per chunk (what the GPU holds at a time)", 16);
+    cli.add_int("n", &n, 1, 65536, "matrix side");
+    cli.parse_or_exit(argc, argv);
+    if (chunk > matrices)
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" + std::to_string(matrices) +
+                          "; allowed: 1 <= chunk <= matrices");
+
+    // 64-bit sizes throughout: 100,000 x 65,536 elements is 6.5e9, far past 2^31.
+    const uint64_t per_matrix = uint64_t(n) * uint64_t(n);
+    const uint64_t chunk_elems = uint64_t(chunk) * per_matrix, chunk_bytes = chunk_elems * sizeof(float);
+    const uint64_t total_elems = uint64_t(matrices) * per_matrix;
+    const std::string sizes = "--chunk=" + std::to_string(chunk) + " --n=" + std::to_string(n);
+    // Host: one input buffer (A's chunk, then B's) and one output buffer. The whole
+    // data set (3 x 26 GB at full scale) never sits in host memory.
+    lesson::require_host_memory(2 * chunk_bytes, "pageable", sizes);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    // Device: A, B and C of one chunk.
+    lesson::require_device_memory(3 * chunk_bytes, sizes);
+
+    const lesson::ChunkPlan plan = lesson::plan_chunks(uint64_t(matrices), uint64_t(chunk));
+    lesson::Report report("04_chunked_processing");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("matrices", matrices);
+    report.config("chunk", chunk);
+    report.config("n", n);
+    report.config("chunks", int64_t(plan.count));
+    report.config("last_chunk", int64_t(plan.at(plan.count - 1).count));
+    report.config("elements_per_array", double(total_elems));
+    report.config("seed", opt.seed);
+
+    // The ceiling: pageable copies of one chunk-sized array, each direction alone,
+    // measured now (before our buffers exist, so both fit).
+    const lesson::LinkRates link = lesson::measure_link_gbps(chunk_bytes, /*pinned=*/false);
+    report.ceiling("H2D pageable cudaMemcpy, chunk-sized", link.h2d, "GB/s");
+    report.ceiling("D2H pageable cudaMemcpy, chunk-sized", link.d2h, "GB/s");
+
+    // 1. Allocate once, sized for one chunk, and reuse for every chunk.
+    std::vector<float> h_in(chunk_elems), h_c(chunk_elems);  // value-initialized: pages touched before any copy
+    float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_a, chunk_bytes));
+    CUDA_CHECK(cudaMalloc(&d_b, chunk_bytes));
+    CUDA_CHECK(cudaMalloc(&d_c, chunk_bytes));
+    const int threads = 256, blocks = prop.multiProcessorCount * 8;  // a full GPU of 2048 threads per SM
+
+    verify::Comparer comparer(1e-5, verify::uniform_sum_rms());
+    std::vector<double> ref(size_t(1) << 16);  // the reference, a slice at a time
+    double gen_ms = 0, h2d_ms = 0, kernel_ms = 0, d2h_ms = 0, verify_ms = 0;
+    lesson::EventTimer kernel_timer;
+    lesson::HostTimer wall;
+
+    for (uint64_t k = 0; k < plan.count; ++k) {
+        const lesson::Chunk c = plan.at(k);
+        // Global index of the chunk's first element: 64-bit. The text's `int offset`
+        // wraps at chunk 33 (33 x 1000 x 65536 > 2^31 - 1).
+        const uint64_t first = c.first * per_matrix;
+        const size_t count = c.count * per_matrix, bytes = count * sizeof(float);
+
+        // 2. Produce A's chunk (as if read from disk) and copy it in; then the same for B,
+        //    in the same host buffer: a pageable cudaMemcpy returns only once it has
+        //    taken the data out of the host buffer, so the buffer is free again.
+        for (int input = 0; input < 2; ++input) {
+            lesson::HostTimer t;
+            verify::fill_uniform(h_in.data(), count, opt.seed + input, -1.0f, 1.0f, first);
+            gen_ms += t.ms();
+            t.reset();
+            CUDA_CHECK(cudaMemcpy(input == 0 ? d_a : d_b, h_in.data(), bytes, cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaDeviceSynchronize());  // the copy may return before its last bytes land
+            h2d_ms += t.ms();
+        }
+
+        // 3. Add. C is poisoned first (NaN bytes), outside the timing.
+        CUDA_CHECK(cudaMemset(d_c, 0xFF, bytes));
+        kernel_timer.start();
+        addChunk<<<blocks, threads>>>(d_a, d_b, d_c, count);
+        CUDA_CHECK_LAUNCH();
+        kernel_ms += kernel_timer.stop();
+
+        // 4. Copy the sum out.
+        lesson::HostTimer t;
+        CUDA_CHECK(cudaMemcpy(h_c.data(), d_c, bytes, cudaMemcpyDeviceToHost));
+        d2h_ms += t.ms();
+
+        // 5. Verify the chunk as it returns, against a reference computed from the
+        //    global index alone (a chunk produced at a wrong offset fails).
+        if (opt.inject_fault && k == plan.count - 1) verify::inject_fault(h_c.data(), count, opt.seed);
+        t.reset();
+        for (size_t off = 0; off < count; off += ref.size()) {
+            const size_t m = std::min(ref.size(), count - off);
+            verify::chunk_add_reference(ref.data(), m, opt.seed, first + off);
+            comparer.add(h_c.data() + off, ref.data(), m, first + off);
+        }
+        verify_ms += t.ms();
+    }
+    const double wall_ms = wall.ms();
+
+    // 6. Free.
+    CUDA_CHECK(cudaFree(d_a));
+    CUDA_CHECK(cudaFree(d_b));
+    CUDA_CHECK(cudaFree(d_c));
+
+    report.check(comparer.result("every element of C, " + std::to_string(matrices) + " matrices in " +
+                                 std::to_string(plan.count) + " chunks, reference from the global index"));
+    report.cpu_reference_ms(verify_ms);
+
+    // Report. "End-to-end" is the GPU side of the loop: H2D + kernel + D2H of every
+    // chunk. Generating and verifying are host work outside it (shown apart).
+    const double h2d_bytes = 2.0 * total_elems * sizeof(float), d2h_bytes = 1.0 * total_elems * sizeof(float);
+    const double e2e_ms = h2d_ms + kernel_ms + d2h_ms;
+    // Pageable copies do not overlap: the bound is H2D time + D2H time at the measured rates.
+    const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, link);
+    const double moved = h2d_bytes + d2h_bytes;
+    report.ceiling("pageable transfer bound (H2D then D2H)", moved / (bound_ms * 1e6), "GB/s");
+    report.variant("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
+                   moved / (bound_ms * 1e6), "transfer bound");
+    report.variant("  cudaMemcpy H2D, A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s", link.h2d,
+                   "H2D pageable");
+    report.variant("  addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
+    report.variant("  cudaMemcpy D2H, C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
+                   "D2H pageable");
+    report.metric("host: generate A and B (single thread)", gen_ms, "ms");
+    report.metric("host: verify C (single thread)", verify_ms, "ms");
+    report.metric("whole loop, host work included", wall_ms, "ms");
+    report.metric("transfers + kernel share of the whole loop", 100.0 * e2e_ms / wall_ms, "%");
+    report.note("end-to-end = sum over chunks of H2D + kernel + D2H, each timed to completion; generating and "
+                "verifying the chunks happen outside it, on the host");
+
+    char key[128];
+    std::snprintf(key, sizeof key, "chunk loop %.1f GB/s end-to-end, %lld matrices in chunks of %lld",
+                  moved / (e2e_ms * 1e6), (long long)matrices, (long long)chunk);
+    report.key_result(key, bound_ms / e2e_ms, "pageable transfer bound");
+    return report.finish(opt.json);
+}

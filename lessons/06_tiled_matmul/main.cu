@@ -1,0 +1,262 @@
+// Lesson 06 - tiled matrix multiplication in shared memory.
+//
+// C = A x B for row-major M x K and K x N matrices, four ways side by side and
+// timed the same way: the naive kernel (one thread per element of C, every
+// operand from global memory), the tiled kernel with 16x16 shared-memory
+// tiles, the same with 32x32 tiles, and cuBLAS SGEMM (fp32, no TF32) as the
+// yardstick. The tiled kernels load the boundary tiles with zero padding, so
+// any shape works (the original text's kernel needs multiples of the tile).
+// Then the awkward shapes 1000 x 1023 x 1025 and 1 x 1 x 1. See README.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/matmul.h"
+#include "verify/random.h"
+
+// Naive: one thread per element of C; each thread reads a whole row of A and a
+// whole column of B from global memory, K + K loads for K multiply-adds.
+__global__ void matMulNaive(const float* A, const float* B, float* C, int M, int N, int K) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;  // x runs along a row of C: coalesced
+    if (row < M && col < N) {
+        const float* a = A + static_cast<size_t>(row) * K;  // row `row` of A
+        const float* b = B + col;                            // column `col` of B, stride N
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k) sum += a[k] * b[static_cast<size_t>(k) * N];
+        C[static_cast<size_t>(row) * N + col] = sum;
+    }
+}
+
+// Tiled: a TILE x TILE block of threads computes a TILE x TILE tile of C. In
+// each phase the block copies one tile of A and one tile of B into shared
+// memory (one element per thread), then every thread reads TILE values of each
+// from there. Global loads drop by a factor of TILE.
+template <int TILE>
+__global__ void matMulTiled(const float* A, const float* B, float* C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row = blockIdx.y * TILE + ty;
+    const int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    // Ceil-divide: the last phase covers the remainder of K (the text's K / TILE drops it).
+    const int phases = (K + TILE - 1) / TILE;
+    for (int ph = 0; ph < phases; ++ph) {
+        const int a_col = ph * TILE + tx;  // the element of A this thread loads: A[row][a_col]
+        const int b_row = ph * TILE + ty;  // the element of B this thread loads: B[b_row][col]
+        // Boundary loads: outside A or B the tile is padded with 0, which adds nothing to the sum.
+        // Threads outside C still load and reach both barriers: no early return in this loop.
+        As[ty][tx] = (row < M && a_col < K) ? A[static_cast<size_t>(row) * K + a_col] : 0.0f;
+        Bs[ty][tx] = (b_row < K && col < N) ? B[static_cast<size_t>(b_row) * N + col] : 0.0f;
+        __syncthreads();  // barrier 1: both tiles are complete before anyone reads them
+#pragma unroll
+        for (int k = 0; k < TILE; ++k) sum += As[ty][k] * Bs[k][tx];
+        __syncthreads();  // barrier 2: everyone has finished reading before the next phase overwrites
+    }
+    if (row < M && col < N) C[static_cast<size_t>(row) * N + col] = sum;
+}
+
+enum Kind { kNaive, kTiled16, kTiled32, kCublas, kKinds };
+static const char* const kName[kKinds] = {"naive (1 thread per C element)", "tiled 16x16 shared memory",
+                                          "tiled 32x32 shared memory", "cuBLAS SGEMM fp32 (no TF32)"};
+
+struct Shape {
+    int64_t M, N, K;
+    std::string text() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+// Issues one product C = A x B with the chosen variant on the default stream.
+static void multiply(Kind kind, cublasHandle_t handle, const float* d_A, const float* d_B, float* d_C, const Shape& s) {
+    const int M = static_cast<int>(s.M), N = static_cast<int>(s.N), K = static_cast<int>(s.K);
+    const int tile = kind == kTiled32 ? 32 : 16;  // the naive kernel uses 16x16 blocks too
+    const dim3 block(tile, tile);
+    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(N, tile)), static_cast<unsigned>(lesson::ceil_div(M, tile)));
+    switch (kind) {
+        case kNaive: matMulNaive<<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
+        case kTiled16: matMulTiled<16><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
+        case kTiled32: matMulTiled<32><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
+        case kCublas: {
+            // cuBLAS is column-major. Row-major C (M x N) is column-major C^T (N x M), and
+            // C^T = B^T A^T, where row-major B and A read column-major are B^T and A^T.
+            // So: swap the operands and the dimensions, no transposes, leading dimensions N, K, N.
+            const float alpha = 1.0f, beta = 0.0f;
+            CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, d_B, N, d_A, K, &beta, d_C, N));
+            break;
+        }
+        default: break;
+    }
+}
+
+// Rows of C to verify: all of them while the double-precision reference costs at most
+// ~2^31 multiply-adds; otherwise rows 0 and M-1 (the edges) plus random rows, ~2^30 MACs.
+static std::vector<int64_t> rows_to_check(const Shape& s, uint64_t seed) {
+    std::vector<int64_t> rows;
+    const double macs = double(s.M) * double(s.N) * double(s.K);
+    if (macs <= double(1ull << 31) && s.M * s.N <= (int64_t(1) << 26)) {
+        for (int64_t r = 0; r < s.M; ++r) rows.push_back(r);
+        return rows;
+    }
+    int64_t want = std::max<int64_t>(16, int64_t(double(1ull << 30) / (double(s.N) * double(s.K))));
+    want = std::min<int64_t>({want, s.M, (int64_t(1) << 26) / s.N});
+    std::set<int64_t> picked = {0, s.M - 1};
+    for (uint64_t i = 0; int64_t(picked.size()) < want; ++i)
+        picked.insert(int64_t(verify::splitmix64(seed * 7919 + i) % uint64_t(s.M)));
+    rows.assign(picked.begin(), picked.end());
+    return rows;
+}
+
+// The whole story for one shape: allocate, copy in, then for each variant poison C,
+// launch, copy out, verify (and time when repeat > 0); free. Returns the median ms per variant.
+static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, bool inject_fault, cublasHandle_t handle,
+                                     lesson::Report& report, double* cpu_ms) {
+    const size_t a_n = size_t(s.M) * s.K, b_n = size_t(s.K) * s.N, c_n = size_t(s.M) * s.N;
+    std::vector<float> h_A(a_n), h_B(b_n);
+    verify::fill_uniform(h_A.data(), a_n, seed);
+    verify::fill_uniform(h_B.data(), b_n, seed + 1);
+
+    // The double-precision CPU reference of the rows to check, computed once for all variants.
+    const std::vector<int64_t> rows = rows_to_check(s, seed);
+    const bool all_rows = int64_t(rows.size()) == s.M;
+    std::vector<double> ref(rows.size() * s.N);
+    lesson::HostTimer cpu;
+    for (size_t i = 0; i < rows.size(); ++i)
+        verify::matmul_reference(h_A.data() + rows[i] * s.K, h_B.data(), ref.data() + i * s.N, 1, s.N, s.K);
+    if (cpu_ms) *cpu_ms = cpu.ms();
+    const double scale = verify::rms(ref.data(), ref.size());
+    const double tol = 1e-4 * std::max(1.0, std::sqrt(double(s.K) / 4096.0));  // fp32 sums: error grows ~sqrt(K)
+    const std::string what = all_rows ? "every element" : "every element of " + std::to_string(rows.size()) +
+                                                              " rows (0, M-1 and random ones)";
+
+    // 1. Allocate device memory. 2. Copy the inputs in.
+    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_A, a_n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_B, b_n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_C, c_n * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), a_n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), b_n * sizeof(float), cudaMemcpyHostToDevice));
+
+    std::vector<float> h_C(rows.size() * s.N);
+    std::vector<double> ms(kKinds, NAN);
+    for (int v = 0; v < kKinds; ++v) {
+        const Kind kind = static_cast<Kind>(v);
+        // Poison C (0xFF bytes are NaN): an element that no thread writes fails the check.
+        CUDA_CHECK(cudaMemset(d_C, 0xFF, c_n * sizeof(float)));
+        // 3. Launch.
+        multiply(kind, handle, d_A, d_B, d_C, s);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        // 4. Copy out what is checked: all of C, or the sampled rows one by one.
+        if (all_rows) {
+            CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, c_n * sizeof(float), cudaMemcpyDeviceToHost));
+        } else {
+            for (size_t i = 0; i < rows.size(); ++i)
+                CUDA_CHECK(cudaMemcpy(h_C.data() + i * s.N, d_C + size_t(rows[i]) * s.N, s.N * sizeof(float),
+                                      cudaMemcpyDeviceToHost));
+        }
+        // 5. Verify against the shared reference.
+        if (inject_fault) verify::inject_fault(h_C.data(), h_C.size(), seed);
+        verify::Comparer cmp(tol, scale);
+        cmp.add(h_C.data(), ref.data(), h_C.size());
+        report.check(cmp.result(std::string(kName[v]) + ", " + s.text() + ", " + what));
+        // Timing: relaunch the same product (it rewrites the same C) and take the median.
+        if (repeat > 0) ms[v] = lesson::time_median_ms(repeat, [&] { multiply(kind, handle, d_A, d_B, d_C, s); });
+    }
+
+    // 6. Free device memory.
+    CUDA_CHECK(cudaFree(d_A));
+    CUDA_CHECK(cudaFree(d_B));
+    CUDA_CHECK(cudaFree(d_C));
+    return ms;
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t m = 1024, n = 1024, k = 1024;
+    bool extra = true;
+    lesson::Cli cli("tiled_matmul",
+                    "C = A x B (row-major M x K times K x N): naive, tiled 16x16, tiled 32x32 and cuBLAS SGEMM.\n"
+                    "C is verified against a double-precision CPU reference: every element while that costs\n"
+                    "<= 2^31 multiply-adds, else a random sample of whole rows (the report says which).");
+    lesson::add_common_flags(cli, opt);
+    const int64_t kMaxDim = int64_t(1) << 18;  // 262144: ceil(M / 16) stays far below gridDim.y's 65535
+    cli.add_int("m", &m, 1, kMaxDim, "rows of A and C", 128);
+    cli.add_int("n", &n, 1, kMaxDim, "columns of B and C", 128);
+    cli.add_int("k", &k, 1, kMaxDim, "columns of A = rows of B", 128);
+    cli.add_switch("extra", &extra,
+                   "also check the awkward shapes 1000x1023x1025 (--quick: 100x123x125) and 1x1x1 (--extra=false: skip)");
+    cli.parse_or_exit(argc, argv);
+
+    const Shape main_shape{m, n, k};
+    const Shape awkward = opt.quick ? Shape{100, 123, 125} : Shape{1000, 1023, 1025};
+    const Shape single{1, 1, 1};
+    const double a_b = double(m) * k + double(k) * n, c = double(m) * n;
+    // Host: A and B, plus C and its double reference for the checked rows (at most all of C).
+    const double checked = std::min(c, double(int64_t(1) << 26));
+    lesson::require_host_memory(uint64_t(4 * a_b + 12 * checked) + (64ull << 20), "pageable",
+                                "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k));
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(uint64_t(4 * (a_b + c)) + (64ull << 20),  // + cuBLAS workspace
+                                  "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k));
+
+    lesson::Report report("06_tiled_matmul");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("m", m);
+    report.config("n", n);
+    report.config("k", k);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    cublasHandle_t handle;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // plain fp32 FMA: no TF32 tensor cores
+
+    // The measured shape: every variant verified, then timed.
+    double cpu_ms = 0;
+    std::vector<double> ms = run_shape(main_shape, opt.seed, int(opt.repeat), opt.inject_fault, handle, report, &cpu_ms);
+    report.cpu_reference_ms(cpu_ms);
+    // The shapes that break kernels without boundary handling: verified, not timed.
+    if (extra) {
+        run_shape(awkward, opt.seed + 10, 0, false, handle, report, nullptr);
+        run_shape(single, opt.seed + 20, 0, false, handle, report, nullptr);
+    }
+    CUBLAS_CHECK(cublasDestroy(handle));
+
+    // Report: GFLOP/s (2*M*N*K flops) against cuBLAS on the same shape.
+    const double flops = 2.0 * double(m) * double(n) * double(k);
+    auto gflops = [&](double t) { return flops / (t * 1e6); };
+    const double cublas = gflops(ms[kCublas]);
+    report.ceiling("cuBLAS SGEMM fp32 (no TF32), same shape", cublas, "GFLOP/s");
+    for (int v = 0; v < kKinds; ++v)
+        report.variant(kName[v], ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS");
+    report.metric("speedup tiled 16x16 over naive", ms[kNaive] / ms[kTiled16], "x");
+    report.metric("speedup tiled 32x32 over naive", ms[kNaive] / ms[kTiled32], "x");
+    // Global loads the kernels issue (the text's count): naive 2*M*N*K; tiled: each element of
+    // A is loaded once per column of tiles, each element of B once per row of tiles = ~2*M*N*K/TILE.
+    auto tiled_loads = [&](double t) {
+        return double(k) * (double(m) * std::ceil(double(n) / t) + double(n) * std::ceil(double(m) / t));
+    };
+    report.metric("global loads, naive (2*M*N*K)", 2.0 * double(m) * n * k / 1e9, "G floats");
+    report.metric("global loads, tiled 16x16 (~2*M*N*K/16)", tiled_loads(16) / 1e9, "G floats");
+    report.metric("global loads, tiled 32x32 (~2*M*N*K/32)", tiled_loads(32) / 1e9, "G floats");
+    if (!extra) report.note("--extra=false: the awkward shapes were not checked");
+
+    char key[128];
+    std::snprintf(key, sizeof key, "tiled16 %.0f GFLOP/s, %.2fx naive, at %s", gflops(ms[kTiled16]),
+                  ms[kNaive] / ms[kTiled16], main_shape.text().c_str());
+    report.key_result(key, gflops(ms[kTiled16]) / cublas, "cuBLAS");
+    return report.finish(opt.json);
+}

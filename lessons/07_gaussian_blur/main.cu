@@ -1,0 +1,291 @@
+// Lesson 07 - 3x3 Gaussian blur: a naive kernel, a shared-memory tiled kernel,
+// and a batch of images streamed through the GPU in chunks.
+//
+// Part 1 blurs one large image twice: a naive kernel that reads its 9
+// neighbours from global memory, and a tiled kernel that first loads a
+// (TILE+2)^2 tile with its halo (corners included) into shared memory.
+// Part 2 pushes a batch of small images through 3 streams in chunks, pinned
+// host memory, one launch per chunk (blockIdx.z = image) against one launch per
+// image. Border rule everywhere: clamp-to-edge. See README.md.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/blur.h"
+#include "verify/compare.h"
+#include "verify/random.h"
+
+constexpr int TILE = 32;  // each block of the tiled kernel writes a TILE x TILE block of pixels
+constexpr int ROWS = 8;   // with TILE x ROWS threads: each thread writes TILE / ROWS pixels of one column
+
+// [1 2 1] along a row; the 3x3 kernel is [1 2 1]^T [1 2 1] / 16.
+__device__ __forceinline__ float taps121(float l, float c, float r) { return l + 2.0f * c + r; }
+
+// Clamp-to-edge: a neighbour outside the image reads the nearest pixel inside it.
+__device__ __forceinline__ int clampToEdge(int i, int n) { return min(max(i, 0), n - 1); }
+
+// One thread per pixel, 9 reads from global memory (neighbours mostly hit the L1/L2 caches).
+__global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    const int xl = clampToEdge(x - 1, width), xr = clampToEdge(x + 1, width);
+    const float* up = in + static_cast<size_t>(clampToEdge(y - 1, height)) * width;
+    const float* mid = in + static_cast<size_t>(y) * width;
+    const float* down = in + static_cast<size_t>(clampToEdge(y + 1, height)) * width;
+    const float s = taps121(up[xl], up[x], up[xr]) + 2.0f * taps121(mid[xl], mid[x], mid[xr]) +
+                    taps121(down[xl], down[x], down[xr]);
+    out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
+}
+
+// One block per TILE x TILE output tile of image blockIdx.z (images stored back to back).
+// 1. All threads load the (TILE+2) x (TILE+2) input tile, halo and its four corners
+//    included, clamped at the image border. 2. __syncthreads(). 3. Each thread blurs
+//    TILE / ROWS pixels from shared memory.
+__global__ void __launch_bounds__(TILE * ROWS)
+blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+    __shared__ float tile[TILE + 2][TILE + 2];
+    const size_t image = static_cast<size_t>(blockIdx.z) * width * height;
+    in += image;
+    out += image;
+    const int x0 = blockIdx.x * TILE, y0 = blockIdx.y * TILE;  // top-left output pixel of this tile
+
+    // Shared cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1). The loops cover every cell,
+    // the corners too; threads of a partial tile still load (clamped) so no one skips the barrier.
+    for (int r = threadIdx.y; r < TILE + 2; r += ROWS) {
+        const size_t row = static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width;
+        for (int c = threadIdx.x; c < TILE + 2; c += TILE) tile[r][c] = in[row + clampToEdge(x0 + c - 1, width)];
+    }
+    __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
+
+    const int x = x0 + threadIdx.x, c = threadIdx.x + 1;
+    for (int r = threadIdx.y + 1; r <= TILE; r += ROWS) {
+        const int y = y0 + r - 1;
+        if (x < width && y < height) {
+            const float s = taps121(tile[r - 1][c - 1], tile[r - 1][c], tile[r - 1][c + 1]) +
+                            2.0f * taps121(tile[r][c - 1], tile[r][c], tile[r][c + 1]) +
+                            taps121(tile[r + 1][c - 1], tile[r + 1][c], tile[r + 1][c + 1]);
+            out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
+        }
+    }
+}
+
+// Every pixel of `count` images of w x h at h_in / h_out against the double-precision reference.
+static lesson::Check verify_images(const float* h_in, const float* h_out, int64_t w, int64_t h, int64_t count,
+                                   const std::string& what) {
+    const size_t pixels = static_cast<size_t>(w * h);
+    std::vector<double> ref(pixels);
+    verify::blur3x3_reference(h_in, ref.data(), w, h);
+    verify::Comparer cmp(1e-5, verify::rms(ref.data(), pixels));  // every image has the same distribution
+    for (int64_t i = 0; i < count; ++i) {
+        if (i > 0) verify::blur3x3_reference(h_in + i * pixels, ref.data(), w, h);
+        cmp.add(h_out + i * pixels, ref.data(), pixels, i * pixels);
+    }
+    return cmp.result(what);
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t n = 8192, width = 8192, height = 8192;
+    int64_t batch = 12000, image_w = 120, image_h = 90, chunk = 1000, nstreams = 3;
+    lesson::Cli cli("gaussian_blur", "3x3 Gaussian blur (clamp-to-edge): naive vs tiled on one large image, "
+                                     "then a batch of small images streamed in chunks.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("n", &n, 1, 32768, "square large image: sets --width and --height");
+    cli.add_int("width", &width, 1, 32768, "large image width in pixels", 1000);
+    cli.add_int("height", &height, 1, 32768, "large image height in pixels", 744);
+    cli.add_int("batch", &batch, 1, 1000000, "images in the streamed batch", 48);
+    cli.add_int("image-width", &image_w, 1, 16384, "width of each batch image");
+    cli.add_int("image-height", &image_h, 1, 16384, "height of each batch image");
+    cli.add_int("chunk", &chunk, 1, 65535, "images per chunk (gridDim.z <= 65535)", 8);
+    cli.add_int("streams", &nstreams, 1, 16, "CUDA streams (each owns one device slot)");
+    cli.parse_or_exit(argc, argv);
+    if (cli.given("n")) {
+        if (!cli.given("width")) width = n;
+        if (!cli.given("height")) height = n;
+    }
+    if (chunk > batch)
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --batch=" + std::to_string(batch) +
+                          "; allowed: integer in [1, " + std::to_string(batch) + "]");
+
+    const size_t W = width, H = height, pixels = W * H, image_px = image_w * image_h;
+    const size_t image_bytes = image_px * sizeof(float), chunk_bytes = chunk * image_bytes;
+    const size_t batch_bytes = batch * image_bytes;
+    const std::string size_flags = "--width=" + std::to_string(width) + " --height=" + std::to_string(height) +
+                                   " --batch=" + std::to_string(batch) + " --image-width=" + std::to_string(image_w) +
+                                   " --image-height=" + std::to_string(image_h);
+    // Host: the large image in, 2 results, the double reference; the batch in and out, pinned.
+    lesson::require_host_memory(pixels * (3 * sizeof(float) + sizeof(double)) + 2 * batch_bytes,
+                                "pageable + pinned", size_flags);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    // Device: part 1 needs in + out of the large image; part 2 an in + out slot per stream.
+    lesson::require_device_memory(std::max(2 * pixels * sizeof(float), 2 * nstreams * chunk_bytes),
+                                  size_flags + " --chunk=" + std::to_string(chunk) + " --streams=" + std::to_string(nstreams));
+
+    lesson::Report report("07_gaussian_blur");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("width", width);
+    report.config("height", height);
+    report.config("border", "clamp-to-edge");
+    report.config("tile", std::to_string(TILE) + "x" + std::to_string(TILE) + " outputs, " + std::to_string(TILE) +
+                              "x" + std::to_string(ROWS) + " threads");
+    report.config("batch", batch);
+    report.config("image", std::to_string(image_w) + "x" + std::to_string(image_h));
+    report.config("chunk", chunk);
+    report.config("streams", nstreams);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // ---- Part 1: one large image, naive and tiled -------------------------------------------
+    const size_t bytes = pixels * sizeof(float);
+    std::vector<float> h_in(pixels), h_naive(pixels), h_tiled(pixels);
+    verify::fill_uniform(h_in.data(), pixels, opt.seed);  // random, never constant: see README Pitfalls
+
+    float *d_in = nullptr, *d_out = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_in, bytes));
+    CUDA_CHECK(cudaMalloc(&d_out, bytes));
+    CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
+
+    const dim3 block(TILE, ROWS);
+    const lesson::Grid gn = lesson::grid_for(W, H, 1, TILE, ROWS);  // naive: one pixel per thread
+    const lesson::Grid gt = lesson::grid_for(W, H, 1, TILE, TILE);  // tiled: one TILE x TILE tile per block
+    auto naive = [&] {
+        blur3x3Naive<<<dim3(gn.x, gn.y), block>>>(d_in, d_out, int(width), int(height));
+        CUDA_CHECK_LAUNCH();
+    };
+    auto tiled = [&] {
+        blur3x3Tiled<<<dim3(gt.x, gt.y, 1), block>>>(d_in, d_out, int(width), int(height));
+        CUDA_CHECK_LAUNCH();
+    };
+    // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
+    CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
+    naive();
+    CUDA_CHECK(cudaMemcpy(h_naive.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
+    tiled();
+    CUDA_CHECK(cudaMemcpy(h_tiled.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+
+    const double naive_ms = lesson::time_median_ms(int(opt.repeat), naive);
+    const double tiled_ms = lesson::time_median_ms(int(opt.repeat), tiled);
+    CUDA_CHECK(cudaFree(d_in));
+    CUDA_CHECK(cudaFree(d_out));
+    if (opt.inject_fault) verify::inject_fault(h_tiled.data(), pixels, opt.seed);
+
+    lesson::HostTimer cpu;
+    std::vector<double> ref(pixels);
+    verify::blur3x3_reference(h_in.data(), ref.data(), width, height);
+    report.cpu_reference_ms(cpu.ms());
+    const std::string dims = std::to_string(width) + "x" + std::to_string(height);
+    report.check(verify::compare(h_naive.data(), ref.data(), pixels, 1e-5, "blur3x3Naive, every pixel of " + dims));
+    report.check(verify::compare(h_tiled.data(), ref.data(), pixels, 1e-5, "blur3x3Tiled, every pixel of " + dims));
+
+    // ---- Part 2: a batch of images, chunks over streams, pinned host memory ------------------
+    const lesson::LinkRates link = lesson::measure_link_gbps(chunk_bytes, true);  // PCIe ceiling at this chunk size
+    float *h_bin = nullptr, *h_bout = nullptr;
+    CUDA_CHECK(cudaMallocHost(&h_bin, batch_bytes));   // pinned: cudaMemcpyAsync can overlap with kernels
+    CUDA_CHECK(cudaMallocHost(&h_bout, batch_bytes));
+    verify::fill_uniform(h_bin, batch * image_px, opt.seed + 1);  // staged before any timing
+
+    std::vector<cudaStream_t> streams(nstreams);
+    std::vector<float*> d_slot_in(nstreams), d_slot_out(nstreams);
+    for (int64_t s = 0; s < nstreams; ++s) {
+        CUDA_CHECK(cudaStreamCreate(&streams[s]));
+        CUDA_CHECK(cudaMalloc(&d_slot_in[s], chunk_bytes));
+        CUDA_CHECK(cudaMalloc(&d_slot_out[s], chunk_bytes));
+    }
+
+    // Chunk k goes to stream k % streams and that stream's device slot. The slot is reused by
+    // chunk k + streams only after chunk k's copy-out finished: the stream runs its work in order.
+    const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
+    const lesson::Grid gi = lesson::grid_for(image_w, image_h, 1, TILE, TILE);  // tiles of one image
+    auto pipeline = [&](bool one_launch_per_chunk) {
+        for (uint64_t k = 0; k < plan.count; ++k) {
+            const lesson::Chunk ch = plan.at(k);
+            const cudaStream_t st = streams[k % nstreams];
+            float* d_cin = d_slot_in[k % nstreams];
+            float* d_cout = d_slot_out[k % nstreams];
+            const size_t first = ch.first * image_px, nbytes = ch.count * image_bytes;
+            CUDA_CHECK(cudaMemcpyAsync(d_cin, h_bin + first, nbytes, cudaMemcpyHostToDevice, st));
+            if (one_launch_per_chunk) {  // blockIdx.z picks the image: ch.count <= --chunk <= 65535
+                blur3x3Tiled<<<dim3(gi.x, gi.y, unsigned(ch.count)), block, 0, st>>>(d_cin, d_cout, int(image_w), int(image_h));
+                CUDA_CHECK_LAUNCH();
+            } else {  // the original text's way: one launch per image
+                for (uint64_t i = 0; i < ch.count; ++i) {
+                    blur3x3Tiled<<<dim3(gi.x, gi.y, 1), block, 0, st>>>(d_cin + i * image_px, d_cout + i * image_px,
+                                                                        int(image_w), int(image_h));
+                    CUDA_CHECK_LAUNCH();
+                }
+            }
+            CUDA_CHECK(cudaMemcpyAsync(h_bout + first, d_cout, nbytes, cudaMemcpyDeviceToHost, st));
+        }
+        CUDA_CHECK(cudaDeviceSynchronize());
+    };
+    // Poison, one warm-up run, `repeat` timed runs on the host clock (they span all streams),
+    // then every pixel of every image is checked.
+    auto run_and_verify = [&](bool one_launch_per_chunk, const std::string& what, double* ms) {
+        std::memset(h_bout, 0xFF, batch_bytes);
+        for (int64_t s = 0; s < nstreams; ++s) CUDA_CHECK(cudaMemset(d_slot_out[s], 0xFF, chunk_bytes));
+        pipeline(one_launch_per_chunk);
+        std::vector<double> t;
+        for (int64_t r = 0; r < opt.repeat; ++r) {
+            lesson::HostTimer timer;
+            pipeline(one_launch_per_chunk);
+            t.push_back(timer.ms());
+        }
+        *ms = lesson::median(t);
+        report.check(verify_images(h_bin, h_bout, image_w, image_h, batch, what + ", every pixel of " +
+                                   std::to_string(batch) + " images"));
+    };
+    double per_image_ms = 0, per_chunk_ms = 0;
+    run_and_verify(false, "streamed batch, one launch per image", &per_image_ms);
+    run_and_verify(true, "streamed batch, one launch per chunk", &per_chunk_ms);
+
+    for (int64_t s = 0; s < nstreams; ++s) {
+        CUDA_CHECK(cudaFree(d_slot_in[s]));
+        CUDA_CHECK(cudaFree(d_slot_out[s]));
+        CUDA_CHECK(cudaStreamDestroy(streams[s]));
+    }
+    CUDA_CHECK(cudaFreeHost(h_bin));
+    CUDA_CHECK(cudaFreeHost(h_bout));
+
+    // ---- Report ------------------------------------------------------------------------------
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    report.ceiling("pinned H2D at chunk size", link.h2d, "GB/s");
+    report.ceiling("pinned D2H at chunk size", link.d2h, "GB/s");
+    report.ceiling("pinned H2D + D2H at once", link.both, "GB/s");
+    const double kernel_bytes = 2.0 * bytes;  // one read of the input, one write of the output
+    const double naive_gbps = kernel_bytes / (naive_ms * 1e6), tiled_gbps = kernel_bytes / (tiled_ms * 1e6);
+    report.variant("blur3x3Naive " + dims, naive_ms, naive_gbps, "GB/s", d2d, "D2D copy");
+    report.variant("blur3x3Tiled " + dims, tiled_ms, tiled_gbps, "GB/s", d2d, "D2D copy");
+    const double link_bytes = 2.0 * batch_bytes;  // the batch goes up once and comes down once
+    const double bound_ms = lesson::link_bound_ms(double(batch_bytes), double(batch_bytes), link);
+    const double bound_gbps = link_bytes / (bound_ms * 1e6);
+    report.variant("pipeline, 1 launch per image (" + std::to_string(batch) + ")", per_image_ms,
+                   link_bytes / (per_image_ms * 1e6), "GB/s", bound_gbps, "PCIe bound");
+    report.variant("pipeline, 1 launch per chunk (" + std::to_string(plan.count) + ")", per_chunk_ms,
+                   link_bytes / (per_chunk_ms * 1e6), "GB/s", bound_gbps, "PCIe bound");
+    report.metric("PCIe bound of the batch (H2D + D2H)", bound_ms, "ms");
+    if (uint64_t(batch) > plan.count)
+        report.metric("cost of each extra launch", 1000.0 * (per_image_ms - per_chunk_ms) / double(batch - plan.count), "us");
+    report.metric("one launch per chunk vs per image", per_image_ms / per_chunk_ms, "x faster");
+    report.note("border rule: clamp-to-edge (a neighbour outside the image reads the nearest edge pixel)");
+    report.note("kernel GB/s count one read of the input and one write of the output; pipeline GB/s count H2D + D2H bytes");
+    report.note("pipeline times: inputs already staged in pinned memory, host clock around issue + cudaDeviceSynchronize");
+    char key[128];
+    std::snprintf(key, sizeof key, "blur3x3Tiled %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", tiled_gbps,
+                  dims.c_str(), 100.0 * bound_ms / per_chunk_ms);
+    report.key_result(key, tiled_gbps / d2d, "D2D copy");
+    return report.finish(opt.json);
+}

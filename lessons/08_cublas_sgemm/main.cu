@@ -1,0 +1,265 @@
+// Lesson 08 - cuBLAS SGEMM on row-major matrices.
+//
+// cuBLAS is column-major; C and C++ arrays are row-major. Handing row-major
+// buffers to cublasSgemm as if they were column-major (the original text's
+// call) silently computes the wrong product. This lesson shows what that call
+// really returns, the standard fix (ask for C^T = B^T * A^T by swapping the
+// operands and the dimensions), alpha/beta, one handle for the whole program,
+// and the price and speed of TF32 tensor cores next to plain fp32.
+// See README.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/matmul.h"
+#include "verify/random.h"
+
+// Row-major C (M x N) = alpha * A (M x K) * B (K x N) + beta * C.
+// cuBLAS reads a row-major R x S array as the column-major S x R matrix, i.e.
+// as its transpose. So we ask for C^T = B^T * A^T: an N x M column-major
+// result, which in memory IS row-major C. Swap the operands (B first) and the
+// dimensions (N, M, K); each leading dimension is the row length of the
+// row-major array (B: N, A: K, C: N). No data moves, nothing is transposed.
+static void sgemm_row_major(cublasHandle_t handle, int M, int N, int K, float alpha, const float* d_A,
+                            const float* d_B, float beta, float* d_C) {
+    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, d_B, N, d_A, K, &beta, d_C, N));
+}
+
+// The original text's call: row-major A and B handed over as column-major
+// M x K and K x N matrices. cuBLAS sees A^T and B^T and computes A^T * B^T =
+// (B * A)^T, which read back row-major is B * A, not A * B (square inputs).
+// For non-square inputs it is not even a product of the matrices you meant.
+static void sgemm_as_in_the_text(cublasHandle_t handle, int M, int N, int K, const float* d_A, const float* d_B,
+                                 float* d_C) {
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &alpha, d_A, M, d_B, K, &beta, d_C, M));
+}
+
+static double tflops(double M, double N, double K, double ms) { return 2.0 * M * N * K / (ms * 1e9); }
+
+// `count` distinct row indices of [0, rows), chosen from the seed, ascending.
+static std::vector<int64_t> sample_rows(int64_t rows, int64_t count, uint64_t seed) {
+    std::vector<int64_t> all(rows);
+    std::iota(all.begin(), all.end(), int64_t(0));
+    std::mt19937_64 rng(seed);
+    for (int64_t i = 0; i < count; ++i) std::swap(all[i], all[i + int64_t(rng() % uint64_t(rows - i))]);
+    all.resize(count);
+    std::sort(all.begin(), all.end());
+    return all;
+}
+
+// Rows `rows` of the double-precision product X (.. x K) * Y (K x N), packed one after another.
+static std::vector<double> reference_rows(const float* X, const float* Y, int64_t N, int64_t K,
+                                          const std::vector<int64_t>& rows) {
+    std::vector<double> ref(rows.size() * N);
+    for (size_t r = 0; r < rows.size(); ++r)  // one row of X is a 1 x K matrix
+        verify::matmul_reference(X + rows[r] * K, Y, ref.data() + r * N, 1, N, K);
+    return ref;
+}
+static std::vector<float> gather_rows(const float* C, int64_t N, const std::vector<int64_t>& rows) {
+    std::vector<float> out(rows.size() * N);
+    for (size_t r = 0; r < rows.size(); ++r) std::copy(C + rows[r] * N, C + (rows[r] + 1) * N, out.begin() + r * N);
+    return out;
+}
+
+// Random row-major A (M x K), B (K x N) on host and device, a NaN-poisoned C.
+struct Problem {
+    int M, N, K;
+    std::vector<float> h_A, h_B, h_C;
+    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
+    Problem(int m, int n, int k, uint64_t seed)
+        : M(m), N(n), K(k), h_A(size_t(m) * k), h_B(size_t(k) * n), h_C(size_t(m) * n) {
+        verify::fill_uniform(h_A.data(), h_A.size(), seed);
+        verify::fill_uniform(h_B.data(), h_B.size(), seed + 1);
+        CUDA_CHECK(cudaMalloc(&d_A, h_A.size() * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&d_B, h_B.size() * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&d_C, h_C.size() * sizeof(float)));
+        CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), h_A.size() * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), h_B.size() * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    void poison_c() { CUDA_CHECK(cudaMemset(d_C, 0xFF, h_C.size() * sizeof(float))); }  // 0xFF bytes = NaN
+    void copy_c_back() { CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, h_C.size() * sizeof(float), cudaMemcpyDeviceToHost)); }
+    std::string shape() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+    ~Problem() {
+        CUDA_CHECK(cudaFree(d_A));
+        CUDA_CHECK(cudaFree(d_B));
+        CUDA_CHECK(cudaFree(d_C));
+    }
+};
+
+int main(int argc, char** argv) {
+    lesson::CommonOptions opt;
+    int64_t square = 1024, m = 1000, n = 700, k = 1300, bench = 4096, check_rows = 64;
+    lesson::Cli cli("cublas_sgemm",
+                    "cublasSgemm on row-major matrices: the original text's call, the C^T = B^T A^T fix on a square\n"
+                    "and a non-square shape, alpha/beta, and fp32 against TF32 tensor cores at --bench^3.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("square", &square, 1, 16384, "side of the square product (the text's call and the fix)", 128);
+    cli.add_int("m", &m, 1, 32768, "rows of A and C in the non-square product", 100);
+    cli.add_int("n", &n, 1, 32768, "columns of B and C in the non-square product", 70);
+    cli.add_int("k", &k, 1, 32768, "columns of A, rows of B in the non-square product", 130);
+    cli.add_int("bench", &bench, 1, 16384, "side of the square product timed in fp32 and TF32", 256);
+    cli.add_int("check-rows", &check_rows, 1, 16384, "rows of the --bench product checked (and of --square for the text's call)", 16);
+    cli.parse_or_exit(argc, argv);
+    if (check_rows > std::min(square, bench))
+        lesson::bad_input("--check-rows=" + std::to_string(check_rows) + " exceeds the rows of --square=" +
+                          std::to_string(square) + " or --bench=" + std::to_string(bench) +
+                          "; allowed: 1 to min(--square, --bench)");
+
+    const double S = double(square), B = double(bench), f = sizeof(float), d = sizeof(double);
+    const double host_bytes = std::max({S * S * (4 * f + d), (m * k + k * n + m * n) * f + m * n * d,
+                                        B * B * 3 * f + check_rows * B * (f + d)});
+    const double dev_bytes = std::max({3 * S * S, double(m * k + k * n + m * n), 3 * B * B}) * f;
+    const std::string sizes = "--square/--m/--n/--k/--bench";
+    lesson::require_host_memory(uint64_t(host_bytes), "pageable", sizes);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(uint64_t(dev_bytes), sizes);
+
+    // One handle for the whole program: creating one costs milliseconds and
+    // allocates device memory, so never create it per call.
+    cublasHandle_t handle;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    int version = 0;
+    CUBLAS_CHECK(cublasGetVersion(handle, &version));
+
+    lesson::Report report("08_cublas_sgemm");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("square", square);
+    report.config("m", m);
+    report.config("n", n);
+    report.config("k", k);
+    report.config("bench", bench);
+    report.config("check_rows", check_rows);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+    report.config("cublas_version", int64_t(version));
+    const char* tf32_env = std::getenv("NVIDIA_TF32_OVERRIDE");
+    if (tf32_env) report.note(std::string("NVIDIA_TF32_OVERRIDE=") + tf32_env + " is set: it overrides the math modes below");
+    const int R = static_cast<int>(opt.repeat);
+
+    // 1. Square: the text's call against the fix.
+    {
+        Problem p(int(square), int(square), int(square), opt.seed);
+        p.poison_c();
+        sgemm_as_in_the_text(handle, p.M, p.N, p.K, p.d_A, p.d_B, p.d_C);
+        p.copy_c_back();
+        std::vector<float> h_text = p.h_C;
+
+        p.poison_c();
+        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
+        p.copy_c_back();
+        double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+        report.variant("fix, fp32, " + p.shape(), ms, tflops(S, S, S, ms), "TFLOP/s");
+
+        lesson::HostTimer cpu;
+        std::vector<double> ref(p.h_C.size());
+        verify::matmul_reference(p.h_A.data(), p.h_B.data(), ref.data(), p.M, p.N, p.K);
+        report.cpu_reference_ms(cpu.ms());
+        report.note("CPU reference time is the full " + p.shape() + " product, single-threaded, in double");
+        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4, "fix C^T = B^T A^T, " + p.shape() + ", every element"));
+
+        // What the text's call returns, on a sample of rows (information, not a check).
+        std::vector<int64_t> rows = sample_rows(p.M, check_rows, opt.seed + 7);
+        std::vector<float> text_rows = gather_rows(h_text.data(), p.N, rows);
+        std::vector<double> ab = reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
+        std::vector<double> ba = reference_rows(p.h_B.data(), p.h_A.data(), p.N, p.K, rows);
+        const double vs_ab = verify::compare(text_rows.data(), ab.data(), ab.size(), 1e-4, "").rel_l2;
+        const double vs_ba = verify::compare(text_rows.data(), ba.data(), ba.size(), 1e-4, "").rel_l2;
+        report.metric("text's call " + p.shape() + ": rel-L2 vs A*B", vs_ab, "");
+        report.metric("text's call " + p.shape() + ": rel-L2 vs B*A", vs_ba, "");
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "the original text's call on %s returns B*A (rel-L2 %.1e), not A*B (rel-L2 %.2f); %lld rows compared",
+                      p.shape().c_str(), vs_ba, vs_ab, (long long)check_rows);
+        report.note(buf);
+    }
+
+    // 2. Non-square, every element: the fix, the text's call, then alpha/beta.
+    {
+        Problem p(int(m), int(n), int(k), opt.seed + 2);
+        std::vector<double> ref(p.h_C.size());
+        verify::matmul_reference(p.h_A.data(), p.h_B.data(), ref.data(), p.M, p.N, p.K);
+
+        p.poison_c();
+        sgemm_as_in_the_text(handle, p.M, p.N, p.K, p.d_A, p.d_B, p.d_C);
+        p.copy_c_back();
+        report.metric("text's call " + p.shape() + ": rel-L2 vs A*B",
+                      verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4, "").rel_l2, "");
+
+        // beta = 0: C is not read at all, so the NaN poison in it does no harm.
+        p.poison_c();
+        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
+        p.copy_c_back();
+        if (opt.inject_fault) verify::inject_fault(p.h_C.data(), p.h_C.size(), opt.seed);
+        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
+                                     "fix, " + p.shape() + ", beta=0 over a NaN-poisoned C, every element"));
+
+        // beta = 1: the same call again accumulates, C = A*B + C_old = 2*A*B.
+        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 1.0f, p.d_C);
+        p.copy_c_back();
+        for (double& x : ref) x *= 2.0;
+        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
+                                     "fix, " + p.shape() + ", then beta=1 into the same C: 2*A*B, every element"));
+
+        double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+        report.variant("fix, fp32, " + p.shape(), ms, tflops(m, n, k, ms), "TFLOP/s");
+    }
+
+    // 3. fp32 against TF32 at --bench^3, each checked on a random sample of rows.
+    {
+        Problem p(int(bench), int(bench), int(bench), opt.seed + 4);
+        std::vector<int64_t> rows = sample_rows(p.M, check_rows, opt.seed + 9);
+        std::vector<double> ref = reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
+        struct Mode {
+            const char* name;
+            cublasMath_t math;
+            double tol;
+        };
+        const Mode modes[] = {{"fp32, CUBLAS_DEFAULT_MATH", CUBLAS_DEFAULT_MATH, 1e-4},
+                              {"fp32, CUBLAS_PEDANTIC_MATH", CUBLAS_PEDANTIC_MATH, 1e-4},
+                              {"TF32, CUBLAS_TF32_TENSOR_OP_MATH", CUBLAS_TF32_TENSOR_OP_MATH, 1e-2}};
+        double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
+        for (const Mode& mode : modes) {
+            // The math mode is state of the handle: every later call on it uses it.
+            CUBLAS_CHECK(cublasSetMathMode(handle, mode.math));
+            p.poison_c();
+            sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
+            p.copy_c_back();
+            double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+            double rate = tflops(B, B, B, ms);
+            if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
+            report.variant(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", fp32_rate, "cuBLAS fp32");
+
+            std::vector<float> got = gather_rows(p.h_C.data(), p.N, rows);
+            lesson::Check c = verify::compare(got.data(), ref.data(), ref.size(), mode.tol,
+                                              std::string(mode.name) + ", " + p.shape() + ", " +
+                                                  std::to_string(check_rows) + " random rows");
+            report.check(c);
+            if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) tf32_rate = rate, tf32_err = c.rel_l2;
+            if (mode.math == CUBLAS_DEFAULT_MATH) fp32_err = c.rel_l2;
+        }
+        CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // put the handle back to plain fp32
+        report.metric("TF32 speedup over fp32", tf32_rate / fp32_rate, "x");
+        report.metric("TF32 error / fp32 error (rel-L2)", tf32_err / fp32_err, "x");
+        char key[160];
+        std::snprintf(key, sizeof key, "%s: fp32 %.1f, TF32 %.1f TFLOP/s (TF32 rel-L2 %.1e vs fp32 %.1e)",
+                      p.shape().c_str(), fp32_rate, tf32_rate, tf32_err, fp32_err);
+        report.key_result(key, NAN, "");
+    }
+
+    CUBLAS_CHECK(cublasDestroy(handle));
+    return report.finish(opt.json);
+}

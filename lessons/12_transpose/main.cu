@@ -1,0 +1,324 @@
+// Lesson 12 - matrix transpose: an optimization ladder for a memory-bound kernel.
+//
+// out (cols x rows) = transpose of in (rows x cols), both row-major floats.
+// Every rung sits in this file and is timed the same way against a plain copy
+// of the same matrix (the best a transpose can hope for):
+//   copy        reads and writes rows: both sides coalesced (the ceiling)
+//   1 naive     reads rows, writes columns: every write of a warp hits 32 rows
+//   2 tiled     stages a 32x32 tile in shared memory so both sides are coalesced;
+//               reading a tile column hits one bank 32 times (bank conflicts)
+//   3 padded    the same with 33 columns per tile row: no bank conflicts
+//   4 diagonal  the same with blocks visited along diagonals (the old cure for
+//               partition camping; measured here, not assumed)
+//   5 wide      64x64 tiles, 16-byte loads and stores, 16 floats per thread:
+//               four times the bytes in flight per thread
+// Every element of every rung is compared with a CPU transpose, exactly
+// (tolerance 0: a transpose only moves values). See README.md.
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/random.h"
+#include "verify/transpose.h"
+
+// Rungs 1-4: a block of TILE x BLOCK_ROWS threads moves one TILE x TILE tile,
+// each thread TILE / BLOCK_ROWS = 4 elements (one per pass of its j loop).
+constexpr int TILE = 32;
+constexpr int BLOCK_ROWS = 8;
+// Rung 5 (and the copy ceiling): WIDE_THREADS x WIDE_THREADS threads move a
+// WIDE x WIDE tile, each thread 4 float4s = 16 floats.
+constexpr int WIDE = 64;
+constexpr int WIDE_THREADS = 16;
+
+// Every kernel works in two phases: first all of a thread's loads, then all
+// of its stores. The loads are clamped into the matrix (an edge tile re-reads
+// the last row or column instead of branching), so they have no branch
+// between them and leave together: a load in flight costs nothing until its
+// value is used. Only the stores are guarded.
+__device__ __forceinline__ int clampTo(int i, int n) { return i < n ? i : n - 1; }
+
+// ---- the ceiling: a copy with the wide rung's access pattern, minus the transpose ----
+__global__ void copyWide(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    const int x = blockIdx.x * WIDE + 4 * threadIdx.x;  // first of this thread's 4 columns
+    const int y0 = blockIdx.y * WIDE + threadIdx.y;
+    float4 v[WIDE / WIDE_THREADS];
+    if (cols % 4 == 0) {  // rows start 16-byte aligned: 16-byte loads and stores
+        const int xc = clampTo(x, cols - 3);
+        for (int j = 0; j < WIDE / WIDE_THREADS; ++j)
+            v[j] = *reinterpret_cast<const float4*>(in + static_cast<size_t>(clampTo(y0 + WIDE_THREADS * j, rows)) * cols + xc);
+        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+            const int y = y0 + WIDE_THREADS * j;
+            if (y < rows && x < cols) *reinterpret_cast<float4*>(out + static_cast<size_t>(y) * cols + x) = v[j];
+        }
+    } else {  // element by element
+        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+            const size_t row = static_cast<size_t>(clampTo(y0 + WIDE_THREADS * j, rows)) * cols;
+            v[j] = make_float4(in[row + clampTo(x, cols)], in[row + clampTo(x + 1, cols)],
+                               in[row + clampTo(x + 2, cols)], in[row + clampTo(x + 3, cols)]);
+        }
+        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+            const int y = y0 + WIDE_THREADS * j;
+            if (y >= rows) continue;
+            float* dst = out + static_cast<size_t>(y) * cols;
+            if (x < cols) dst[x] = v[j].x;
+            if (x + 1 < cols) dst[x + 1] = v[j].y;
+            if (x + 2 < cols) dst[x + 2] = v[j].z;
+            if (x + 3 < cols) dst[x + 3] = v[j].w;
+        }
+    }
+}
+
+// A copy with the geometry of rungs 1-4 (scalar, 4 elements per thread): tells
+// how much of what is left is the transpose and how much the geometry.
+__global__ void copyTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    const int x = blockIdx.x * TILE + threadIdx.x;
+    const int y0 = blockIdx.y * TILE + threadIdx.y;
+    float v[TILE / BLOCK_ROWS];
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j)
+        v[j] = in[static_cast<size_t>(clampTo(y0 + BLOCK_ROWS * j, rows)) * cols + clampTo(x, cols)];
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
+        const int y = y0 + BLOCK_ROWS * j;
+        if (x < cols && y < rows) out[static_cast<size_t>(y) * cols + x] = v[j];
+    }
+}
+
+// ---- rung 1: naive. Reads are coalesced (a warp reads 32 neighbours of one
+// row); writes are not (a warp writes one element in each of 32 output rows).
+__global__ void transposeNaive(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    const int x = blockIdx.x * TILE + threadIdx.x;  // column of in = row of out
+    const int y0 = blockIdx.y * TILE + threadIdx.y;
+    float v[TILE / BLOCK_ROWS];
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j)
+        v[j] = in[static_cast<size_t>(clampTo(y0 + BLOCK_ROWS * j, rows)) * cols + clampTo(x, cols)];
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
+        const int y = y0 + BLOCK_ROWS * j;  // row of in = column of out
+        if (x < cols && y < rows) out[static_cast<size_t>(x) * rows + y] = v[j];
+    }
+}
+
+// ---- rungs 2 and 3: a tile through shared memory. PAD = 0: the 32 elements
+// of a tile column sit 32 floats apart, all in one bank (a 32-way conflict
+// when a warp reads a column). PAD = 1: a tile row is 33 floats, so element
+// [r][t] is in bank (33 r + t) % 32 = (r + t) % 32: a column hits 32 banks.
+// rowBlock/colBlock pick the tile; rung 4 passes a reordered pair.
+template <int PAD>
+__device__ void transposeTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                              int rowBlock, int colBlock) {
+    __shared__ float tile[TILE][TILE + PAD];
+    const int r0 = rowBlock * TILE, c0 = colBlock * TILE;
+    // Read a tile of in, row by row (coalesced), into shared memory.
+    const int x = clampTo(c0 + threadIdx.x, cols);
+    for (int j = 0; j < TILE; j += BLOCK_ROWS)
+        tile[threadIdx.y + j][threadIdx.x] = in[static_cast<size_t>(clampTo(r0 + threadIdx.y + j, rows)) * cols + x];
+    __syncthreads();  // the whole tile is in shared memory before anyone reads a column of it
+    // Write it as a tile of out, row by row (coalesced): row c of out is column c of in.
+    float v[TILE / BLOCK_ROWS];
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) v[j] = tile[threadIdx.x][threadIdx.y + BLOCK_ROWS * j];
+    const int ox = r0 + threadIdx.x;  // column of out = row of in
+    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
+        const int oy = c0 + threadIdx.y + BLOCK_ROWS * j;  // row of out = column of in
+        if (ox < rows && oy < cols) out[static_cast<size_t>(oy) * rows + ox] = v[j];
+    }
+}
+
+template <int PAD>
+__global__ void transposeTiled(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    transposeTile<PAD>(in, out, rows, cols, blockIdx.y, blockIdx.x);
+}
+
+// ---- rung 4: padded tile, blocks taken along diagonals. Blocks start roughly
+// in the order of their linear id; here consecutive ids get tiles on a
+// diagonal, so they read and write different rows AND columns at once (on
+// GPUs with few, coarsely interleaved memory partitions, the row-major order
+// sent every write of a wave to one partition: "partition camping").
+// bid -> (colBlock, rowBlock) is a bijection on the gridDim.x x gridDim.y grid.
+__global__ void transposeDiagonal(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    const unsigned bid = blockIdx.x + gridDim.x * blockIdx.y;
+    const unsigned rowBlock = bid % gridDim.y;
+    const unsigned colBlock = (bid / gridDim.y + rowBlock) % gridDim.x;
+    transposeTile<1>(in, out, rows, cols, static_cast<int>(rowBlock), static_cast<int>(colBlock));
+}
+
+// ---- rung 5: wide. A 64x64 tile, 16x16 threads. Each thread loads 4 float4s
+// (16-byte loads of rows ty, ty+16, ty+32, ty+48) and stores 4 float4s, so a
+// thread has 64 bytes of loads in flight instead of 16 before the barrier.
+// Shapes whose rows are not 16-byte aligned (cols or rows not a multiple of 4)
+// go element by element.
+__global__ void transposeWide(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[WIDE][WIDE + 1];  // padded: a column read is at most 2-way conflicted
+    const int r0 = blockIdx.y * WIDE, c0 = blockIdx.x * WIDE;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = c0 + 4 * tx;  // first of this thread's 4 columns of in
+    float4 v[WIDE / WIDE_THREADS];
+    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+        const size_t row = static_cast<size_t>(clampTo(r0 + ty + WIDE_THREADS * j, rows)) * cols;
+        if (cols % 4 == 0)
+            v[j] = *reinterpret_cast<const float4*>(in + row + clampTo(x, cols - 3));
+        else
+            v[j] = make_float4(in[row + clampTo(x, cols)], in[row + clampTo(x + 1, cols)],
+                               in[row + clampTo(x + 2, cols)], in[row + clampTo(x + 3, cols)]);
+    }
+    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+        const int r = ty + WIDE_THREADS * j;
+        tile[r][4 * tx] = v[j].x;
+        tile[r][4 * tx + 1] = v[j].y;
+        tile[r][4 * tx + 2] = v[j].z;
+        tile[r][4 * tx + 3] = v[j].w;
+    }
+    __syncthreads();
+    // Row c of the out tile holds rows 4tx..4tx+3 of the in tile at column c.
+    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+        const int c = ty + WIDE_THREADS * j;
+        v[j] = make_float4(tile[4 * tx][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c], tile[4 * tx + 3][c]);
+    }
+    const int ox = r0 + 4 * tx;  // first of this thread's 4 columns of out (= rows of in)
+    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
+        const int oy = c0 + ty + WIDE_THREADS * j;  // row of out = column of in
+        if (oy >= cols || ox >= rows) continue;
+        float* dst = out + static_cast<size_t>(oy) * rows + ox;
+        if (rows % 4 == 0) {
+            *reinterpret_cast<float4*>(dst) = v[j];
+        } else {
+            dst[0] = v[j].x;
+            if (ox + 1 < rows) dst[1] = v[j].y;
+            if (ox + 2 < rows) dst[2] = v[j].z;
+            if (ox + 3 < rows) dst[3] = v[j].w;
+        }
+    }
+}
+
+// One rung of the ladder: its name, whether its output is the transpose (or
+// a copy of the input), and how to launch it.
+struct Rung {
+    std::string name;
+    bool transposes;
+    std::function<void()> launch;
+    double ms = 0, gbps = 0;
+};
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t rows = 16384, cols = 16384;
+    lesson::Cli cli("transpose", "Transposes a rows x cols float matrix with a ladder of kernels, against a copy kernel.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("rows", &rows, 1, int64_t(1) << 20, "rows of the input matrix", 1000);
+    cli.add_int("cols", &cols, 1, int64_t(1) << 20, "columns of the input matrix", 1016);
+    cli.parse_or_exit(argc, argv);
+
+    const size_t N = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    const size_t bytes = N * sizeof(float);
+    const std::string shape = "--rows=" + std::to_string(rows) + " --cols=" + std::to_string(cols);
+    // Both tilings must fit the grid limits (x: columns, y: rows of tiles).
+    const lesson::Grid g32 = lesson::grid_for(cols, rows, 1, TILE, TILE);
+    const lesson::Grid g64 = lesson::grid_for(cols, rows, 1, WIDE, WIDE);
+    if (!g32.ok || !g64.ok) lesson::bad_input(shape + " needs more than 65535 tiles along y");
+    // Host: input, CPU reference, GPU result. Device: input and output.
+    lesson::require_host_memory(3 * bytes, "pageable", shape);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(2 * bytes, shape);
+
+    lesson::Report report("12_transpose");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("rows", rows);
+    report.config("cols", cols);
+    report.config("matrix_mb", bytes / 1e6);
+    report.config("l2_mb", prop.l2CacheSize / 1e6);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // Random input and the exact CPU transpose.
+    std::vector<float> h_in(N), h_ref(N), h_out(N);
+    verify::fill_uniform(h_in.data(), N, opt.seed);
+    lesson::HostTimer cpu;
+    verify::transpose_reference(h_in.data(), h_ref.data(), rows, cols);
+    report.cpu_reference_ms(cpu.ms());
+
+    // 1. Allocate device memory, 2. copy the input in.
+    float *d_in = nullptr, *d_out = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_in, bytes));
+    CUDA_CHECK(cudaMalloc(&d_out, bytes));
+    CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
+
+    // 3. The launches. Grids cover the input: x along its columns, y along its rows.
+    const int R = static_cast<int>(rows), C = static_cast<int>(cols);
+    const dim3 block(TILE, BLOCK_ROWS), grid(g32.x, g32.y);
+    const dim3 wideBlock(WIDE_THREADS, WIDE_THREADS), wideGrid(g64.x, g64.y);
+    std::vector<Rung> rungs = {
+        {"copy: float4, 64x64 tiles (ceiling)", false, [&] { copyWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
+        {"copy: scalar, 32x32 tiles", false, [&] { copyTile<<<grid, block>>>(d_in, d_out, R, C); }},
+        {"1 naive (strided writes)", true, [&] { transposeNaive<<<grid, block>>>(d_in, d_out, R, C); }},
+        {"2 tiled 32x32 (bank conflicts)", true, [&] { transposeTiled<0><<<grid, block>>>(d_in, d_out, R, C); }},
+        {"3 tiled 32x33 (padded)", true, [&] { transposeTiled<1><<<grid, block>>>(d_in, d_out, R, C); }},
+        {"4 padded, diagonal block order", true, [&] { transposeDiagonal<<<grid, block>>>(d_in, d_out, R, C); }},
+        {"5 wide: 64x65 tile, float4, 16/thread", true, [&] { transposeWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
+    };
+
+    for (size_t k = 0; k < rungs.size(); ++k) {
+        Rung& rung = rungs[k];
+        // Poison the output (0xFF bytes are NaN): an element a rung never writes fails the check.
+        CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
+        rung.launch();
+        CUDA_CHECK_LAUNCH();
+        CUDA_CHECK(cudaDeviceSynchronize());
+        // 4. Copy the result out; 5. verify every element, exactly.
+        CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+        if (opt.inject_fault && k + 1 == rungs.size()) verify::inject_fault(h_out.data(), N, opt.seed);
+        verify::Comparer cmp(0.0, 0.0);  // tolerance 0: a transpose only moves values
+        cmp.add(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N);
+        report.check(cmp.result(rung.name + ": every element, " +
+                                (rung.transposes ? "vs the CPU transpose" : "vs the input")));
+        // Time it: relaunches write the same values again.
+        rung.ms = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
+            rung.launch();
+            CUDA_CHECK_LAUNCH();
+        });
+        rung.gbps = 2.0 * bytes / (rung.ms * 1e6);  // each element read once and written once
+    }
+
+    // The ladder: each rung against the copy kernel and against the naive transpose.
+    const double copy_gbps = rungs[0].gbps, naive_ms = rungs[2].ms;
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("copy kernel (float4, same matrix)", copy_gbps, "GB/s");
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    std::printf("%-40s %10s %10s %9s %9s\n", "rung", "ms", "GB/s", "of copy", "x naive");
+    size_t best = 2;
+    for (size_t k = 0; k < rungs.size(); ++k) {
+        const Rung& r = rungs[k];
+        std::printf("%-40s %10.4f %10.1f %8.1f%% %8.2fx\n", r.name.c_str(), r.ms, r.gbps, 100.0 * r.gbps / copy_gbps,
+                    naive_ms / r.ms);
+        report.variant(r.name, r.ms, r.gbps, "GB/s", copy_gbps, "copy kernel");
+        if (r.transposes) report.metric("speedup over naive: " + r.name, naive_ms / r.ms, "x");
+        if (r.transposes && r.gbps > rungs[best].gbps) best = k;
+    }
+    report.metric("diagonal / row-major block order (time)", rungs[5].ms / rungs[4].ms, "x");
+    report.metric("best rung / device-to-device cudaMemcpy", rungs[best].gbps / d2d, "x");
+    int blocksPadded = 0, blocksWide = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, TILE * BLOCK_ROWS, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, WIDE_THREADS * WIDE_THREADS, 0));
+    report.metric("resident blocks per SM, padded 32x33", double(blocksPadded), "blocks");
+    report.metric("resident blocks per SM, wide 64x65", double(blocksWide), "blocks");
+    if (2.0 * bytes <= static_cast<double>(prop.l2CacheSize))
+        report.note("input + output fit in the L2 cache: these rates measure the cache, not device memory");
+    report.note(std::string("target: best rung >= 90% of the copy kernel: ") +
+                (rungs[best].gbps >= 0.9 * copy_gbps ? "met" : "not met"));
+    char key[128];
+    std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", rungs[best].name.c_str(), rungs[best].gbps,
+                  (long long)rows, (long long)cols);
+    report.key_result(key, rungs[best].gbps / copy_gbps, "copy kernel");
+
+    // Free device memory.
+    CUDA_CHECK(cudaFree(d_in));
+    CUDA_CHECK(cudaFree(d_out));
+    return report.finish(opt.json);
+}

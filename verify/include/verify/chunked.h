@@ -1,0 +1,29 @@
+// verify/chunked.h - the data set of the chunked lessons and its reference.
+//
+// Element g (a global index over the whole data set, 64-bit) of the inputs is
+//   A[g] = hash_uniform(seed, g),  B[g] = hash_uniform(seed + 1, g)   (uniform in [-1, 1))
+// so a program can produce any chunk just in time with
+//   verify::fill_uniform(p, count, seed, -1.0f, 1.0f, first)
+// and the reference of C = A + B for that chunk comes from the global index
+// alone, not from the buffers that were sent: a chunk generated or copied at
+// the wrong offset fails the check.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include "verify/random.h"
+
+namespace verify {
+
+// RMS of a + b for independent a, b uniform in [-1, 1): sqrt(2/3). The
+// comparison scale (verify/compare.h) of the chunked add, known before any
+// chunk arrives, so a Comparer can accumulate chunk by chunk.
+inline double uniform_sum_rms() { return std::sqrt(2.0 / 3.0); }
+
+// ref[i] = A[first + i] + B[first + i] in double, for i < count.
+inline void chunk_add_reference(double* ref, uint64_t count, uint64_t seed, uint64_t first) {
+    for (uint64_t i = 0; i < count; ++i)
+        ref[i] = static_cast<double>(hash_uniform(seed, first + i)) +
+                 static_cast<double>(hash_uniform(seed + 1, first + i));
+}
+
+}  // namespace verify

@@ -1,0 +1,179 @@
+// verify/fft.h - CPU references for FFT work, in double precision.
+//
+// Conventions (the same as cuFFT): forward = exp(-2*pi*i*j*k/n), inverse =
+// exp(+2*pi*i*j*k/n), neither normalized, so forward then inverse gives n * x.
+// 2D arrays are row-major (element (r, c) at r * cols + c). Complex inputs in
+// float come interleaved (re, im, re, im, ...), which is how cuComplex,
+// cufftComplex and std::complex<float> store them.
+//
+//   dft_direct      the O(n^2) definition: the reference of the references
+//   Fft1d           a plan for one length: radix-2 for powers of two, Bluestein
+//                   (a chirp-z convolution done with radix-2) for any other n
+//   fft2d           rows, then columns
+//   complex_matmul_reference   C = A * B for complex row-major matrices
+#pragma once
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+namespace verify {
+
+using cplx = std::complex<double>;
+constexpr int kForward = -1;  // sign of the exponent
+constexpr int kInverse = +1;
+
+inline bool is_pow2(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// exp(sign * 2*pi*i * num / den), with num reduced modulo den first so the
+// angle stays small and accurate even for num in the billions.
+inline cplx unit_root(int sign, uint64_t num, uint64_t den) {
+    const double a = 2.0 * M_PI * static_cast<double>(num % den) / static_cast<double>(den);
+    return cplx(std::cos(a), sign * std::sin(a));
+}
+
+// out[k] = sum_j in[j] * exp(sign * 2*pi*i * j*k / n). O(n^2); in != out.
+inline void dft_direct(const cplx* in, cplx* out, uint64_t n, int sign) {
+    for (uint64_t k = 0; k < n; ++k) {
+        cplx s = 0.0;
+        for (uint64_t j = 0; j < n; ++j) s += in[j] * unit_root(sign, j * k, n);
+        out[k] = s;
+    }
+}
+
+// A plan for transforms of one length n (any n >= 1). run() is const, so one
+// plan serves many threads at once.
+class Fft1d {
+public:
+    explicit Fft1d(uint64_t n) : n_(n) {
+        m_ = is_pow2(n) ? n : 1;
+        if (!is_pow2(n)) {
+            while (m_ < 2 * n - 1) m_ <<= 1;  // Bluestein: a linear convolution of length 2n-1 fits in m
+        }
+        // Forward twiddles of the radix-2 length m: exp(-2*pi*i*k/m), k < m/2.
+        tw_.resize(m_ / 2);
+        for (uint64_t k = 0; k < m_ / 2; ++k) tw_[k] = unit_root(kForward, k, m_);
+        if (!is_pow2(n)) {
+            // Forward chirp c_k = exp(-i*pi*k^2/n) = exp(-2*pi*i * (k^2 mod 2n) / (2n)).
+            chirp_.resize(n);
+            for (uint64_t k = 0; k < n; ++k) chirp_[k] = unit_root(kForward, (k * k) % (2 * n), 2 * n);
+            // The convolution kernel b_j = conj(c_j) for j = -(n-1)..(n-1), wrapped into m, transformed once.
+            kernel_.assign(m_, cplx(0.0));
+            kernel_[0] = std::conj(chirp_[0]);
+            for (uint64_t k = 1; k < n; ++k) kernel_[k] = kernel_[m_ - k] = std::conj(chirp_[k]);
+            radix2(kernel_.data(), kForward);
+        }
+    }
+
+    uint64_t size() const { return n_; }
+
+    // In-place transform of x[0..n), unnormalized.
+    void run(cplx* x, int sign) const {
+        if (n_ <= 1) return;
+        if (is_pow2(n_)) {
+            radix2(x, sign);
+            return;
+        }
+        // Bluestein: j*k = (j^2 + k^2 - (k-j)^2) / 2 turns the DFT into a convolution
+        //   X_k = c_k * sum_j (x_j c_j) conj(c_(k-j)),  c_k = exp(sign*i*pi*k^2/n).
+        // The inverse chirp is the conjugate of the forward one.
+        auto chirp = [&](uint64_t k) { return sign == kForward ? chirp_[k] : std::conj(chirp_[k]); };
+        std::vector<cplx> a(m_, cplx(0.0));
+        for (uint64_t k = 0; k < n_; ++k) a[k] = x[k] * chirp(k);
+        radix2(a.data(), kForward);
+        if (sign == kForward) {
+            for (uint64_t k = 0; k < m_; ++k) a[k] *= kernel_[k];
+        } else {
+            // The inverse kernel is conj(b): its transform is conj of the forward transform, index-reversed.
+            for (uint64_t k = 0; k < m_; ++k) a[k] *= std::conj(kernel_[(m_ - k) % m_]);
+        }
+        radix2(a.data(), kInverse);
+        const double scale = 1.0 / static_cast<double>(m_);
+        for (uint64_t k = 0; k < n_; ++k) x[k] = a[k] * chirp(k) * scale;
+    }
+
+private:
+    // Iterative radix-2 on length m_: bit-reversal permutation, then log2(m) butterfly passes.
+    void radix2(cplx* x, int sign) const {
+        const uint64_t m = m_;
+        for (uint64_t i = 1, j = 0; i < m; ++i) {
+            uint64_t bit = m >> 1;
+            for (; j & bit; bit >>= 1) j ^= bit;
+            j ^= bit;
+            if (i < j) std::swap(x[i], x[j]);
+        }
+        for (uint64_t len = 2; len <= m; len <<= 1) {
+            const uint64_t half = len / 2, step = m / len;
+            for (uint64_t start = 0; start < m; start += len) {
+                for (uint64_t k = 0; k < half; ++k) {
+                    cplx w = tw_[k * step];
+                    if (sign == kInverse) w = std::conj(w);
+                    const cplx u = x[start + k];
+                    const cplx t = w * x[start + k + half];
+                    x[start + k] = u + t;
+                    x[start + k + half] = u - t;
+                }
+            }
+        }
+    }
+
+    uint64_t n_, m_;
+    std::vector<cplx> tw_, chirp_, kernel_;
+};
+
+// Transforms each column of a rows x cols row-major array in place.
+inline void fft_columns(cplx* x, uint64_t rows, uint64_t cols, int sign) {
+    Fft1d plan(rows);
+    std::vector<cplx> column(rows);
+    for (uint64_t c = 0; c < cols; ++c) {
+        for (uint64_t r = 0; r < rows; ++r) column[r] = x[r * cols + c];
+        plan.run(column.data(), sign);
+        for (uint64_t r = 0; r < rows; ++r) x[r * cols + c] = column[r];
+    }
+}
+
+// Transforms each row of a rows x cols row-major array in place.
+inline void fft_rows(cplx* x, uint64_t rows, uint64_t cols, int sign) {
+    Fft1d plan(cols);
+    for (uint64_t r = 0; r < rows; ++r) plan.run(x + r * cols, sign);
+}
+
+// 2D transform of a rows x cols row-major array in place: every row, then every column.
+inline void fft2d(cplx* x, uint64_t rows, uint64_t cols, int sign) {
+    fft_rows(x, rows, cols, sign);
+    fft_columns(x, rows, cols, sign);
+}
+
+// Interleaved float complex (re, im pairs) -> complex double.
+inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
+    std::vector<cplx> v(count);
+    for (uint64_t i = 0; i < count; ++i) v[i] = cplx(interleaved[2 * i], interleaved[2 * i + 1]);
+    return v;
+}
+
+// C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
+// interleaved float complex, C accumulated in double. Four rows of C share
+// each pass over a row of B (i-k-j order), so B streams from memory M/4 times.
+inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
+    const std::vector<cplx> b = to_cplx(B, static_cast<uint64_t>(K * N));
+    for (int64_t i0 = 0; i0 < M; i0 += 4) {
+        const int64_t rows = (M - i0 < 4) ? M - i0 : 4;
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < N; ++j) C[(i0 + r) * N + j] = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+            const cplx* bk = b.data() + k * N;
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t ia = 2 * ((i0 + r) * K + k);
+                const double ar = A[ia], ai = A[ia + 1];
+                cplx* c = C + (i0 + r) * N;
+                // Written out in real arithmetic: std::complex's operator* checks for NaN/Inf and is slow.
+                for (int64_t j = 0; j < N; ++j) {
+                    const double br = bk[j].real(), bi = bk[j].imag();
+                    c[j] = cplx(c[j].real() + ar * br - ai * bi, c[j].imag() + ar * bi + ai * br);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace verify

@@ -1,0 +1,66 @@
+#include <cmath>
+#include <cstdint>
+#include <vector>
+#include "catch_shim.hpp"
+#include "common/launch.h"
+#include "verify/chunked.h"
+#include "verify/compare.h"
+#include "verify/elementwise.h"
+#include "verify/random.h"
+
+TEST_CASE("chunked: the reference equals A + B generated at the same global offset", "[chunked]") {
+    const uint64_t first = (uint64_t(1) << 31) + 12345;  // past 2^31, where an int offset wraps
+    const uint64_t count = 5000, seed = 77;
+    std::vector<float> a(count), b(count);
+    verify::fill_uniform(a.data(), count, seed, -1.0f, 1.0f, first);
+    verify::fill_uniform(b.data(), count, seed + 1, -1.0f, 1.0f, first);
+    std::vector<double> from_buffers(count), from_index(count);
+    verify::add_reference(a.data(), b.data(), from_buffers.data(), count);
+    verify::chunk_add_reference(from_index.data(), count, seed, first);
+    for (uint64_t i = 0; i < count; ++i) REQUIRE(from_index[i] == from_buffers[i]);
+}
+
+TEST_CASE("chunked: chunk by chunk equals one shot, remainder chunk included", "[chunked]") {
+    const uint64_t per_matrix = 16 * 16, matrices = 105, seed = 5;
+    std::vector<double> whole(matrices * per_matrix);
+    verify::chunk_add_reference(whole.data(), whole.size(), seed, 0);
+    auto plan = lesson::plan_chunks(matrices, 10);  // 10 chunks of 10, one of 5
+    REQUIRE(plan.count == 11);
+    verify::Comparer cmp(1e-5, verify::uniform_sum_rms());
+    for (uint64_t k = 0; k < plan.count; ++k) {
+        const auto c = plan.at(k);
+        const uint64_t first = c.first * per_matrix, count = c.count * per_matrix;
+        std::vector<float> a(count), b(count), out(count);
+        verify::fill_uniform(a.data(), count, seed, -1.0f, 1.0f, first);
+        verify::fill_uniform(b.data(), count, seed + 1, -1.0f, 1.0f, first);
+        for (uint64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];  // what the GPU computes
+        cmp.add(out.data(), whole.data() + first, count, first);
+    }
+    auto r = cmp.result("all chunks");
+    CHECK(r.pass);
+    CHECK(r.checked == whole.size());
+}
+
+TEST_CASE("chunked: a chunk produced at a wrapped 32-bit offset fails the check", "[chunked]") {
+    // The original text's int offset at chunk 33 of 1000 matrices of 256 x 256.
+    const uint64_t first = uint64_t(33) * 1000 * 65536, count = 4096, seed = 9;
+    const uint64_t wrapped = static_cast<uint32_t>(first);  // what a 32-bit offset keeps
+    REQUIRE(wrapped != first);
+    std::vector<float> a(count), b(count), out(count);
+    verify::fill_uniform(a.data(), count, seed, -1.0f, 1.0f, wrapped);
+    verify::fill_uniform(b.data(), count, seed + 1, -1.0f, 1.0f, wrapped);
+    for (uint64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+    std::vector<double> ref(count);
+    verify::chunk_add_reference(ref.data(), count, seed, first);
+    verify::Comparer cmp(1e-5, verify::uniform_sum_rms());
+    cmp.add(out.data(), ref.data(), count, first);
+    auto r = cmp.result("wrapped offset");
+    CHECK_FALSE(r.pass);
+    CHECK(r.first_bad == static_cast<int64_t>(first));
+}
+
+TEST_CASE("chunked: uniform_sum_rms matches the data", "[chunked]") {
+    std::vector<double> ref(1 << 18);
+    verify::chunk_add_reference(ref.data(), ref.size(), 3, 0);
+    CHECK(verify::rms(ref.data(), ref.size()) == Approx(verify::uniform_sum_rms()).epsilon(0.01));
+}

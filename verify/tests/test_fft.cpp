@@ -1,0 +1,133 @@
+#include <cmath>
+#include <complex>
+#include <vector>
+#include "catch_shim.hpp"
+#include "verify/fft.h"
+#include "verify/random.h"
+
+using verify::cplx;
+
+static std::vector<cplx> random_signal(uint64_t n, uint64_t seed) {
+    std::vector<cplx> x(n);
+    for (uint64_t i = 0; i < n; ++i) x[i] = cplx(verify::hash_uniform(seed, 2 * i), verify::hash_uniform(seed, 2 * i + 1));
+    return x;
+}
+
+static double max_abs_diff(const std::vector<cplx>& a, const std::vector<cplx>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::fmax(m, std::abs(a[i] - b[i]));
+    return m;
+}
+
+TEST_CASE("fft: matches the direct DFT for powers of two and other sizes", "[fft]") {
+    // 1..9 covers the trivial sizes, 12/15/17/100 the Bluestein path (17 is prime), 64/128 radix-2.
+    for (uint64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 17, 64, 100, 128}) {
+        for (int sign : {verify::kForward, verify::kInverse}) {
+            std::vector<cplx> x = random_signal(n, n), want(n);
+            verify::dft_direct(x.data(), want.data(), n, sign);
+            verify::Fft1d plan(n);
+            plan.run(x.data(), sign);
+            INFO("n = " << n << ", sign = " << sign);
+            CHECK(max_abs_diff(x, want) < 1e-10 * std::sqrt(double(n)) * 4);
+        }
+    }
+}
+
+TEST_CASE("fft: impulse transforms to a constant, constant to an impulse", "[fft]") {
+    for (uint64_t n : {8, 10, 1000, 1024}) {
+        verify::Fft1d plan(n);
+        std::vector<cplx> x(n, 0.0);
+        x[0] = 1.0;
+        plan.run(x.data(), verify::kForward);
+        for (uint64_t k = 0; k < n; ++k) CHECK(std::abs(x[k] - cplx(1.0)) < 1e-12);
+        std::vector<cplx> c(n, cplx(2.0, -1.0));
+        plan.run(c.data(), verify::kForward);
+        CHECK(std::abs(c[0] - cplx(2.0 * n, -1.0 * n)) < 1e-9 * n);
+        for (uint64_t k = 1; k < n; ++k) CHECK(std::abs(c[k]) < 1e-9 * n);
+    }
+}
+
+TEST_CASE("fft: a single frequency lands in a single bin", "[fft]") {
+    for (uint64_t n : {16, 1000}) {
+        const uint64_t f = 3;
+        std::vector<cplx> x(n);
+        for (uint64_t j = 0; j < n; ++j) x[j] = verify::unit_root(verify::kInverse, f * j, n);  // exp(+2*pi*i*f*j/n)
+        verify::Fft1d(n).run(x.data(), verify::kForward);
+        for (uint64_t k = 0; k < n; ++k) {
+            INFO("n = " << n << ", bin " << k);
+            CHECK(std::abs(x[k] - cplx(k == f ? double(n) : 0.0)) < 1e-9 * n);
+        }
+        // A real cosine splits into bins f and n - f, n/2 each.
+        std::vector<cplx> c(n);
+        for (uint64_t j = 0; j < n; ++j) c[j] = std::cos(2.0 * M_PI * double(f * j) / double(n));
+        verify::Fft1d(n).run(c.data(), verify::kForward);
+        CHECK(std::abs(c[f] - cplx(n / 2.0)) < 1e-9 * n);
+        CHECK(std::abs(c[n - f] - cplx(n / 2.0)) < 1e-9 * n);
+        CHECK(std::abs(c[0]) < 1e-9 * n);
+    }
+}
+
+TEST_CASE("fft: forward then inverse gives n * x", "[fft]") {
+    for (uint64_t n : {1, 2, 32, 1000, 1021, 4096}) {
+        std::vector<cplx> x = random_signal(n, 7 + n), y = x;
+        verify::Fft1d plan(n);
+        plan.run(y.data(), verify::kForward);
+        plan.run(y.data(), verify::kInverse);
+        for (auto& v : y) v /= double(n);
+        INFO("n = " << n);
+        CHECK(max_abs_diff(x, y) < 1e-12 * std::log2(double(n) + 1) * 8);
+    }
+}
+
+TEST_CASE("fft2d: equals direct DFTs over rows then columns, and round-trips", "[fft]") {
+    const uint64_t rows = 6, cols = 8;  // non-square, one size non-power-of-two
+    std::vector<cplx> x = random_signal(rows * cols, 99), want(rows * cols);
+    // Reference: the 2D DFT straight from its definition.
+    for (uint64_t u = 0; u < rows; ++u)
+        for (uint64_t v = 0; v < cols; ++v) {
+            cplx s = 0.0;
+            for (uint64_t r = 0; r < rows; ++r)
+                for (uint64_t c = 0; c < cols; ++c)
+                    s += x[r * cols + c] * verify::unit_root(verify::kForward, u * r, rows) *
+                         verify::unit_root(verify::kForward, v * c, cols);
+            want[u * cols + v] = s;
+        }
+    std::vector<cplx> y = x;
+    verify::fft2d(y.data(), rows, cols, verify::kForward);
+    CHECK(max_abs_diff(y, want) < 1e-11);
+    verify::fft2d(y.data(), rows, cols, verify::kInverse);
+    for (auto& v : y) v /= double(rows * cols);
+    CHECK(max_abs_diff(y, x) < 1e-12);
+
+    // A 2D impulse at the origin transforms to all ones.
+    std::vector<cplx> d(rows * cols, 0.0);
+    d[0] = 1.0;
+    verify::fft2d(d.data(), rows, cols, verify::kForward);
+    for (auto& v : d) CHECK(std::abs(v - cplx(1.0)) < 1e-12);
+}
+
+TEST_CASE("complex matmul: known 2x2 answer and a random check against the definition", "[fft]") {
+    // A = [[1+i, 2], [0, -i]], B = [[1, i], [1-i, 3]] -> A*B = [[3-i, 5+i], [-1-i, -3i]]
+    const float A[] = {1, 1, 2, 0, 0, 0, 0, -1};
+    const float B[] = {1, 0, 0, 1, 1, -1, 3, 0};
+    cplx C[4];
+    verify::complex_matmul_reference(A, B, C, 2, 2, 2);
+    CHECK(C[0] == cplx(3, -1));
+    CHECK(C[1] == cplx(5, 1));
+    CHECK(C[2] == cplx(-1, -1));
+    CHECK(C[3] == cplx(0, -3));
+
+    const int64_t M = 7, N = 5, K = 9;  // M not a multiple of the 4-row blocking
+    std::vector<float> a(2 * M * K), b(2 * K * N);
+    verify::fill_uniform(a.data(), a.size(), 3);
+    verify::fill_uniform(b.data(), b.size(), 4);
+    std::vector<cplx> c(M * N);
+    verify::complex_matmul_reference(a.data(), b.data(), c.data(), M, N, K);
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            cplx s = 0.0;
+            for (int64_t k = 0; k < K; ++k)
+                s += cplx(a[2 * (i * K + k)], a[2 * (i * K + k) + 1]) * cplx(b[2 * (k * N + j)], b[2 * (k * N + j) + 1]);
+            CHECK(std::abs(c[i * N + j] - s) < 1e-12);
+        }
+}
