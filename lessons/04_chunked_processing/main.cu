@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     report.config("n", n);
     report.config("chunks", int64_t(plan.count));
     report.config("last_chunk", int64_t(plan.at(plan.count - 1).count));
-    report.config("elements_per_array", double(total_elems));
+    report.config("elements_per_array", int64_t(total_elems));
     report.config("seed", opt.seed);
 
     // The ceiling: pageable copies of one chunk-sized array, each direction alone,
@@ -157,10 +157,10 @@ int main(int argc, char** argv) {
     report.ceiling("pageable transfer bound (H2D then D2H)", moved / (bound_ms * 1e6), "GB/s");
     report.variant("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
                    moved / (bound_ms * 1e6), "transfer bound");
-    report.variant("  cudaMemcpy H2D, A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s", link.h2d,
+    report.variant("H2D: cudaMemcpy of A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s", link.h2d,
                    "H2D pageable");
-    report.variant("  addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
-    report.variant("  cudaMemcpy D2H, C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
+    report.variant("add: addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
+    report.variant("D2H: cudaMemcpy of C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
                    "D2H pageable");
     report.metric("host: generate A and B (single thread)", gen_ms, "ms");
     report.metric("host: verify C (single thread)", verify_ms, "ms");

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = 8192, width = 8192, height = 8192;
-    int64_t batch = 12000, image_w = 120, image_h = 90, chunk = 1000, nstreams = 3;
+    int64_t batch = 12000, image_w = 100, image_h = 75, chunk = 1000, nstreams = 3;
     lesson::Cli cli("gaussian_blur", "3x3 Gaussian blur (clamp-to-edge): naive vs tiled on one large image, "
                                      "then a batch of small images streamed in chunks.");
     lesson::add_common_flags(cli, opt);

@@ -1,0 +1,339 @@
+// Lesson 05 - stream pipeline: the chunked matrix add of lesson 04, with the
+// copies of one chunk overlapping the copies and kernel of the next.
+//
+// Pinned host memory (cudaMallocHost), cudaMemcpyAsync, one stream and one set
+// of device buffers per slot, chunks dealt to the slots round-robin, and an
+// event per slot that says when the slot may be reused. One run times, side by
+// side: (a) lesson 04's sequential pageable loop, (b) the same loop on pinned
+// memory, (c) the pipeline with 1, 2, 3, 4 and 8 streams - against the PCIe
+// bound measured in the same run. See README.md.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timeline.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/elementwise.h"
+#include "verify/random.h"
+
+// C = A + B over one chunk of matrices, seen as one flat run of floats. A
+// grid-stride loop: one launch of a fixed grid covers a chunk of any size.
+__global__ void addMatrices(const float* a, const float* b, float* c, size_t count) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+        c[i] = a[i] + b[i];
+}
+
+constexpr int kThreads = 256;
+static unsigned blocks_for(size_t count) { return static_cast<unsigned>(std::min<uint64_t>(lesson::ceil_div(count, kThreads), 4096)); }
+
+// What every variant reads and writes on the host. The inputs are staged before
+// any timing: `pool` chunks of A and B (all of them when they fit in 1 GiB;
+// otherwise chunk i reads pool entry i % pool). The output C is full size.
+struct Work {
+    lesson::ChunkPlan plan;  // chunks of `chunk` matrices; the last may be shorter
+    size_t nn = 0;           // elements per matrix (n * n)
+    size_t chunk_elems = 0;  // elements per full chunk
+    uint64_t pool = 0;       // staged input chunks
+    const float* staged(const float* base, uint64_t i) const { return base + (i % pool) * chunk_elems; }
+    size_t elems(uint64_t i) const { return plan.at(i).count * nn; }
+    size_t offset(uint64_t i) const { return plan.at(i).first * nn; }
+};
+
+// One slot of the pipeline: its own stream, device buffers and "done" event.
+struct Slot {
+    cudaStream_t stream = nullptr;
+    float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
+    cudaEvent_t done = nullptr;
+};
+
+// (a) and (b): lesson 04's loop. cudaMemcpy blocks the host, so nothing overlaps:
+// copy A, copy B, add, copy C back, next chunk. h_a/h_b/h_c pageable or pinned.
+static void run_sequential(const Work& w, const float* h_a, const float* h_b, float* h_c, const Slot& s) {
+    for (uint64_t i = 0; i < w.plan.count; ++i) {
+        const size_t count = w.elems(i), bytes = count * sizeof(float);
+        CUDA_CHECK(cudaMemcpy(s.d_a, w.staged(h_a, i), bytes, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(s.d_b, w.staged(h_b, i), bytes, cudaMemcpyHostToDevice));
+        addMatrices<<<blocks_for(count), kThreads>>>(s.d_a, s.d_b, s.d_c, count);
+        CUDA_CHECK_LAUNCH();
+        CUDA_CHECK(cudaMemcpy(h_c + w.offset(i), s.d_c, bytes, cudaMemcpyDeviceToHost));
+    }
+}
+
+// (c): the pipeline. Chunk i goes to slot i % S; everything it needs is queued
+// on that slot's stream with cudaMemcpyAsync, so the host races ahead and the
+// copy engines and SMs work on several chunks at once. `marks` (optional) gets 4
+// events per chunk: before H2D, after H2D, after the kernel, after D2H.
+static void run_pipelined(const Work& w, const float* h_a, const float* h_b, float* h_c, std::vector<Slot>& slots,
+                          int S, std::vector<cudaEvent_t>* marks = nullptr) {
+    for (uint64_t i = 0; i < w.plan.count; ++i) {
+        Slot& s = slots[i % S];
+        const size_t count = w.elems(i), bytes = count * sizeof(float);
+        auto mark = [&](int k) { if (marks) CUDA_CHECK(cudaEventRecord((*marks)[4 * i + k], s.stream)); };
+        // The slot last carried chunk i - S, whose copies were only queued. Wait for
+        // them before reusing the slot: a loader would now refill its pinned input
+        // and a consumer read its output (README, Pitfalls). It also keeps at most
+        // S chunks in flight. The device buffers alone would be safe by stream order.
+        CUDA_CHECK(cudaEventSynchronize(s.done));
+        mark(0);
+        CUDA_CHECK(cudaMemcpyAsync(s.d_a, w.staged(h_a, i), bytes, cudaMemcpyHostToDevice, s.stream));
+        CUDA_CHECK(cudaMemcpyAsync(s.d_b, w.staged(h_b, i), bytes, cudaMemcpyHostToDevice, s.stream));
+        mark(1);
+        addMatrices<<<blocks_for(count), kThreads, 0, s.stream>>>(s.d_a, s.d_b, s.d_c, count);
+        CUDA_CHECK_LAUNCH();
+        mark(2);
+        CUDA_CHECK(cudaMemcpyAsync(h_c + w.offset(i), s.d_c, bytes, cudaMemcpyDeviceToHost, s.stream));
+        mark(3);
+        CUDA_CHECK(cudaEventRecord(s.done, s.stream));
+    }
+}
+
+// Every element of C against A + B in double, chunk by chunk (inputs from the pool).
+static lesson::Check verify_output(const Work& w, const float* h_a, const float* h_b, const float* h_c,
+                                   const std::string& what, double* reference_ms) {
+    std::vector<double> ref(w.chunk_elems);
+    verify::add_reference(h_a, h_b, ref.data(), w.elems(0));
+    verify::Comparer cmp(1e-5, verify::rms(ref.data(), w.elems(0)));
+    lesson::HostTimer t;
+    double ref_ms = 0;
+    for (uint64_t i = 0; i < w.plan.count; ++i) {
+        t.reset();
+        verify::add_reference(w.staged(h_a, i), w.staged(h_b, i), ref.data(), w.elems(i));
+        ref_ms += t.ms();
+        cmp.add(h_c + w.offset(i), ref.data(), w.elems(i), w.offset(i));
+    }
+    if (reference_ms) *reference_ms = ref_ms;
+    return cmp.result(what);
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    opt.repeat = 10;
+    int64_t matrices = 2048, chunk = 16, n = 256, streams = 0;
+    std::string timeline_path;
+    lesson::Cli cli("stream_pipeline",
+                    "C = A + B over --matrices n x n float matrices, --chunk at a time: sequential (pageable, pinned)\n"
+                    "and pipelined over streams, all timed against the PCIe bound measured in the same run.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("matrices", &matrices, 1, 1000000, "matrices in all", 32);
+    cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
+    cli.add_int("n", &n, 1, 8192, "matrix side (n x n floats)");
+    cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); default 0 = 1, 2, 3, 4 and 8 side by side");
+    cli.add_string("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
+    cli.parse_or_exit(argc, argv);
+    if (chunk > matrices)
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" + std::to_string(matrices) +
+                          "; allowed: --chunk in [1, --matrices]");
+    std::vector<int> stream_counts = {1, 2, 3, 4, 8};
+    if (cli.given("streams")) stream_counts = {static_cast<int>(streams)};
+    const int S_max = *std::max_element(stream_counts.begin(), stream_counts.end());
+    // Open the picture's file now: an unwritable path is bad input, not a failure after the run.
+    std::FILE* timeline_file = nullptr;
+    if (!timeline_path.empty() && !(timeline_file = std::fopen(timeline_path.c_str(), "w")))
+        lesson::bad_input("--timeline=" + timeline_path + " cannot be opened for writing (" + std::strerror(errno) + ")");
+
+    Work w;
+    w.nn = static_cast<size_t>(n) * static_cast<size_t>(n);
+    w.plan = lesson::plan_chunks(static_cast<uint64_t>(matrices), static_cast<uint64_t>(chunk));
+    w.chunk_elems = static_cast<size_t>(chunk) * w.nn;
+    const size_t chunk_bytes = w.chunk_elems * sizeof(float);
+    const size_t total_elems = static_cast<size_t>(matrices) * w.nn, total_bytes = total_elems * sizeof(float);
+    w.pool = std::min<uint64_t>(w.plan.count, std::max<uint64_t>(1, (size_t(1) << 30) / (2 * chunk_bytes)));
+    const size_t pool_elems = w.pool * w.chunk_elems, pool_bytes = 2 * pool_elems * sizeof(float);  // A and B
+    // Host: the input pool pinned and pageable, C pinned and pageable, a chunk of
+    // double reference, the link test's buffers. GPU: three chunk buffers per slot.
+    const std::string sizes = "--matrices=" + std::to_string(matrices) + " --chunk=" + std::to_string(chunk) +
+                              " --n=" + std::to_string(n) + " --streams=" + std::to_string(S_max);
+    lesson::require_host_memory(2 * pool_bytes + 2 * total_bytes + w.chunk_elems * sizeof(double) + 4 * chunk_bytes,
+                                "pinned + pageable", sizes);
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    lesson::require_device_memory(3 * static_cast<uint64_t>(S_max) * chunk_bytes, sizes);
+
+    lesson::Report report("05_stream_pipeline");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("matrices", matrices);
+    report.config("chunk", chunk);
+    report.config("n", n);
+    report.config("chunks", static_cast<int64_t>(w.plan.count));
+    report.config("chunk_mb", chunk_bytes / 1e6);
+    report.config("staged_input_chunks", static_cast<int64_t>(w.pool));
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // The ceilings, measured now at the chunk's size: each direction alone and both at once.
+    const lesson::LinkRates pinned = lesson::measure_link_gbps(chunk_bytes, true);
+    const lesson::LinkRates pageable = lesson::measure_link_gbps(chunk_bytes, false);
+    report.ceiling("H2D pinned, one chunk", pinned.h2d, "GB/s");
+    report.ceiling("D2H pinned, one chunk", pinned.d2h, "GB/s");
+    report.ceiling("H2D + D2H pinned at once", pinned.both, "GB/s");
+    report.ceiling("H2D pageable, one chunk", pageable.h2d, "GB/s");
+    report.ceiling("D2H pageable, one chunk", pageable.d2h, "GB/s");
+    const double h2d_bytes = 2.0 * total_bytes, d2h_bytes = 1.0 * total_bytes, link_bytes = h2d_bytes + d2h_bytes;
+    const double up_ms = h2d_bytes / (pinned.h2d * 1e6), down_ms = d2h_bytes / (pinned.d2h * 1e6);
+    const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, pinned);
+    const double pageable_bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, pageable);
+
+    // 1. Allocate. Pinned (page-locked) host memory: the copy engines read and write
+    //    it directly, which is what lets cudaMemcpyAsync run while the host goes on.
+    float *h_a = nullptr, *h_b = nullptr, *h_c = nullptr;
+    CUDA_CHECK(cudaMallocHost(&h_a, pool_elems * sizeof(float)));
+    CUDA_CHECK(cudaMallocHost(&h_b, pool_elems * sizeof(float)));
+    CUDA_CHECK(cudaMallocHost(&h_c, total_bytes));
+    std::vector<Slot> slots(S_max);
+    for (Slot& s : slots) {
+        CUDA_CHECK(cudaStreamCreate(&s.stream));  // blocking: the timer's events on stream 0 wait for it
+        CUDA_CHECK(cudaMalloc(&s.d_a, chunk_bytes));
+        CUDA_CHECK(cudaMalloc(&s.d_b, chunk_bytes));
+        CUDA_CHECK(cudaMalloc(&s.d_c, chunk_bytes));
+        CUDA_CHECK(cudaMemset(s.d_a, 0, chunk_bytes));
+        CUDA_CHECK(cudaMemset(s.d_b, 0, chunk_bytes));
+        CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+    }
+
+    // 2. Stage the inputs (untimed): A with the seed, B with seed + 1, each element a
+    //    function of its global index, as in lesson 04. A pageable copy for (a).
+    lesson::HostTimer gen;
+    for (uint64_t p = 0; p < w.pool; ++p) {
+        verify::fill_uniform(h_a + p * w.chunk_elems, w.chunk_elems, opt.seed, -1, 1, w.plan.at(p).first * w.nn);
+        verify::fill_uniform(h_b + p * w.chunk_elems, w.chunk_elems, opt.seed + 1, -1, 1, w.plan.at(p).first * w.nn);
+    }
+    std::vector<float> p_a(h_a, h_a + pool_elems), p_b(h_b, h_b + pool_elems), p_c(total_elems);
+    report.metric("host: stage inputs (untimed)", gen.ms(), "ms");
+
+    // The prediction, printed before anything is timed.
+    const double kernels_ms = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
+        for (uint64_t i = 0; i < w.plan.count; ++i) {
+            addMatrices<<<blocks_for(w.elems(i)), kThreads>>>(slots[0].d_a, slots[0].d_b, slots[0].d_c, w.elems(i));
+            CUDA_CHECK_LAUNCH();
+        }
+    });
+    std::printf("prediction from the link rates measured now (chunk of %.2f MB, %llu chunks):\n", chunk_bytes / 1e6,
+                (unsigned long long)w.plan.count);
+    std::printf("  sequential, pinned : >= %.2f ms = H2D %.2f + kernels %.2f + D2H %.2f, one after another\n",
+                up_ms + kernels_ms + down_ms, up_ms, kernels_ms, down_ms);
+    std::printf("  pipelined          : >= %.2f ms = PCIe bound max(H2D %.2f, D2H %.2f, both at once %.2f)\n", bound_ms,
+                up_ms, down_ms, link_bytes / (pinned.both * 1e6));
+    std::printf("  => overlap can gain at most %.2fx over sequential pinned: the copies, not the kernel, are the work\n",
+                (up_ms + kernels_ms + down_ms) / bound_ms);
+
+    // 3-5. Each variant: poison C, time it (copy in, launch, copy out per chunk), verify every element.
+    double best_ms = 1e300, seq_pinned_ms = 0, reference_ms = 0;
+    int best_S = 0;
+    lesson::HostTimer verify_time;
+    double verify_ms = 0;
+    auto run_variant = [&](const std::string& name, const float* in_a, const float* in_b, float* out, auto&& work) {
+        std::memset(out, 0xFF, total_bytes);  // NaN: an element never written fails
+        for (Slot& s : slots) CUDA_CHECK(cudaMemset(s.d_c, 0xFF, chunk_bytes));
+        const double ms = lesson::time_median_ms(static_cast<int>(opt.repeat), work, 0, 1);
+        if (opt.inject_fault) verify::inject_fault(out, total_elems, opt.seed);
+        verify_time.reset();
+        report.check(verify_output(w, in_a, in_b, out, name + ": every element of C", &reference_ms));
+        verify_ms += verify_time.ms();
+        return ms;
+    };
+    const double seq_pageable_ms = run_variant("(a) sequential, pageable", p_a.data(), p_b.data(), p_c.data(),
+                                               [&] { run_sequential(w, p_a.data(), p_b.data(), p_c.data(), slots[0]); });
+    report.variant("(a) sequential, pageable", seq_pageable_ms, link_bytes / (seq_pageable_ms * 1e6), "GB/s",
+                   link_bytes / (pageable_bound_ms * 1e6), "pageable bound");
+    seq_pinned_ms = run_variant("(b) sequential, pinned", h_a, h_b, h_c, [&] { run_sequential(w, h_a, h_b, h_c, slots[0]); });
+    report.variant("(b) sequential, pinned", seq_pinned_ms, link_bytes / (seq_pinned_ms * 1e6), "GB/s",
+                   link_bytes / (bound_ms * 1e6), "PCIe bound");
+    for (int S : stream_counts) {
+        const std::string name = "(c) pipelined, " + std::to_string(S) + (S == 1 ? " stream" : " streams");
+        const double ms = run_variant(name, h_a, h_b, h_c, [&] { run_pipelined(w, h_a, h_b, h_c, slots, S); });
+        report.variant(name, ms, link_bytes / (ms * 1e6), "GB/s", link_bytes / (bound_ms * 1e6), "PCIe bound");
+        report.metric("H2D link busy, " + std::to_string(S) + (S == 1 ? " stream" : " streams"), up_ms / ms, "of the time");
+        if (ms < best_ms) {
+            best_ms = ms;
+            best_S = S;
+        }
+    }
+    report.variant("kernels alone, no copies", kernels_ms, 3.0 * total_bytes / (kernels_ms * 1e6), "GB/s");
+    report.cpu_reference_ms(reference_ms);
+    report.metric("host: verify outputs, all variants (untimed)", verify_ms, "ms");
+
+    // The picture: the same run with events around every copy and kernel.
+    if (timeline_file) {
+        std::vector<int> shown = {1};
+        if (best_S != 1) shown.push_back(best_S);
+        lesson::Timeline tl(std::string("stream_pipeline on ") + prop.name + ": " + std::to_string(w.plan.count) +
+                            " chunks of " + std::to_string(chunk) + " matrices " + std::to_string(n) + "x" +
+                            std::to_string(n) + ", 1 stream vs " + std::to_string(best_S));
+        std::vector<cudaEvent_t> marks(4 * w.plan.count);
+        for (cudaEvent_t& e : marks) CUDA_CHECK(cudaEventCreate(&e));
+        cudaEvent_t t0;
+        CUDA_CHECK(cudaEventCreate(&t0));
+        const char* what[3] = {"H2D A,B", "kernel", "D2H C"};
+        const char* color[3] = {"#4e79a7", "#59a14f", "#f28e2b"};
+        for (int S : shown) {
+            CUDA_CHECK(cudaEventRecord(t0, 0));
+            run_pipelined(w, h_a, h_b, h_c, slots, S, &marks);
+            CUDA_CHECK(cudaDeviceSynchronize());
+            float total = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&total, t0, marks[4 * (w.plan.count - 1) + 3]));
+            char head[96];
+            std::snprintf(head, sizeof head, "%d stream%s: %.2f ms", S, S == 1 ? "" : "s", total);
+            tl.add_row(head, true);
+            const int row0 = static_cast<int>(tl.rows());
+            for (int s = 0; s < S; ++s)
+                for (int k = 0; k < 3; ++k) tl.add_row("stream " + std::to_string(s) + " " + what[k]);
+            for (uint64_t i = 0; i < w.plan.count; ++i)
+                for (int k = 0; k < 3; ++k) {
+                    float a = 0, b = 0;
+                    CUDA_CHECK(cudaEventElapsedTime(&a, t0, marks[4 * i + k]));
+                    CUDA_CHECK(cudaEventElapsedTime(&b, t0, marks[4 * i + k + 1]));
+                    tl.add_bar(row0 + static_cast<int>(i % S) * 3 + k, a, b, color[k],
+                               "chunk " + std::to_string(i) + " " + what[k]);
+                }
+        }
+        for (int k = 0; k < 3; ++k) tl.add_legend(color[k], what[k]);
+        for (cudaEvent_t& e : marks) CUDA_CHECK(cudaEventDestroy(e));
+        CUDA_CHECK(cudaEventDestroy(t0));
+        const bool written = tl.write(timeline_file);
+        if ((std::fclose(timeline_file) != 0) || !written)
+            lesson::fail_call("host", "write --timeline", std::strerror(errno), __FILE__, __LINE__);
+        report.note("timeline written to " + timeline_path + " (events around each H2D, kernel and D2H)");
+        report.check(verify_output(w, h_a, h_b, h_c, "timeline runs: every element of C", nullptr));
+    }
+
+    // Report: every variant against the bound, and why more streams stop helping.
+    report.metric("PCIe bound (pinned rates of this run)", bound_ms, "ms");
+    report.metric("pipelined best / PCIe bound", bound_ms / best_ms, "");
+    report.metric("bound speedup over (b) sequential pinned", seq_pinned_ms / bound_ms, "x");
+    report.metric("achieved speedup over (b), best pipelined", seq_pinned_ms / best_ms, "x");
+    report.metric("a loader must deliver A and B at", h2d_bytes / (best_ms * 1e6), "GB/s");
+    report.note("timed: transfers and kernels only; inputs staged in pinned memory before, outputs verified after");
+    if (w.pool < w.plan.count)
+        report.note("inputs: " + std::to_string(w.pool) + " chunks staged (1 GiB), chunk i reads staged chunk i % " +
+                    std::to_string(w.pool));
+    report.note("once the H2D link is busy all the time, more streams only queue more chunks on the same link");
+    char key[128];
+    std::snprintf(key, sizeof key, "pipelined %d streams %.2f ms, %.2fx over sequential pinned (bound %.2fx)", best_S,
+                  best_ms, seq_pinned_ms / best_ms, seq_pinned_ms / bound_ms);
+    report.key_result(key, bound_ms / best_ms, "PCIe bound");
+
+    // 6. Free everything.
+    for (Slot& s : slots) {
+        CUDA_CHECK(cudaFree(s.d_a));
+        CUDA_CHECK(cudaFree(s.d_b));
+        CUDA_CHECK(cudaFree(s.d_c));
+        CUDA_CHECK(cudaEventDestroy(s.done));
+        CUDA_CHECK(cudaStreamDestroy(s.stream));
+    }
+    CUDA_CHECK(cudaFreeHost(h_a));
+    CUDA_CHECK(cudaFreeHost(h_b));
+    CUDA_CHECK(cudaFreeHost(h_c));
+    return report.finish(opt.json);
+}
