@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh - configure, build and run CTest, from a fresh clone.
 # No GPU needed: CPU tests run, lesson runs report SKIP (exit 77), bad-input
-# runs check exit 2. Installs Catch2 with apt-get when it is missing and this
-# runs as root; otherwise prints the command to run.
+# runs check exit 2, the handouts are rendered and checked. Installs Catch2
+# (and pandoc, weasyprint, poppler-utils for the handouts) with apt-get when
+# missing and this runs as root; otherwise prints the command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build}
@@ -19,6 +20,18 @@ if ! have_catch2; then
   else
     echo "test.sh: Catch2 is missing; install it with: sudo apt-get install catch2" >&2
     exit 1
+  fi
+fi
+
+# The handout test renders PDFs: pandoc, weasyprint and poppler-utils.
+if ! command -v pandoc >/dev/null || ! command -v weasyprint >/dev/null || ! command -v pdftotext >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing pandoc, weasyprint and poppler-utils with apt-get (for the handout test)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null; }
+  else
+    echo "test.sh: the handout test needs: sudo apt-get install pandoc weasyprint poppler-utils (it will SKIP)" >&2
   fi
 fi
 

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     cli.add_int("matrices", &matrices, 1, 1000000, "matrices in all", 32);
     cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
     cli.add_int("n", &n, 1, 8192, "matrix side (n x n floats)");
-    cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); default 0 = 1, 2, 3, 4 and 8 side by side");
+    cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); without it: 1, 2, 3, 4 and 8 side by side");
     cli.add_string("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)

@@ -25,7 +25,7 @@
 #include "verify/compare.h"
 #include "verify/random.h"
 
-constexpr int TILE = 32;  // each block of the tiled kernel writes a TILE x TILE block of pixels
+constexpr int TILE = 64;  // each block of the tiled kernel writes a TILE x TILE block of pixels
 constexpr int ROWS = 8;   // with TILE x ROWS threads: each thread writes TILE / ROWS pixels of one column
 
 // [1 2 1] along a row; the 3x3 kernel is [1 2 1]^T [1 2 1] / 16.
@@ -51,7 +51,7 @@ __global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ o
 // One block per TILE x TILE output tile of image blockIdx.z (images stored back to back).
 // 1. All threads load the (TILE+2) x (TILE+2) input tile, halo and its four corners
 //    included, clamped at the image border. 2. __syncthreads(). 3. Each thread blurs
-//    TILE / ROWS pixels from shared memory.
+//    a column of TILE / ROWS consecutive pixels from shared memory.
 __global__ void __launch_bounds__(TILE * ROWS)
 blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
     __shared__ float tile[TILE + 2][TILE + 2];
@@ -59,24 +59,34 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
     in += image;
     out += image;
     const int x0 = blockIdx.x * TILE, y0 = blockIdx.y * TILE;  // top-left output pixel of this tile
+    const int tx = threadIdx.x, ty = threadIdx.y;
 
-    // Shared cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1). The loops cover every cell,
-    // the corners too; threads of a partial tile still load (clamped) so no one skips the barrier.
-    for (int r = threadIdx.y; r < TILE + 2; r += ROWS) {
-        const size_t row = static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width;
-        for (int c = threadIdx.x; c < TILE + 2; c += TILE) tile[r][c] = in[row + clampToEdge(x0 + c - 1, width)];
-    }
+    // Shared cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
+    // Thread tx fills column tx of a row; threads 0 and 1 also fill the last two columns.
+    auto loadRow = [&](int r) {
+        const float* src = in + static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width;
+        tile[r][tx] = src[clampToEdge(x0 + tx - 1, width)];
+        if (tx < 2) tile[r][TILE + tx] = src[clampToEdge(x0 + TILE + tx - 1, width)];
+    };
+#pragma unroll  // rows 0 .. TILE-1: all of a thread's loads are issued before the first one returns
+    for (int k = 0; k < TILE / ROWS; ++k) loadRow(ty + k * ROWS);
+    if (ty < 2) loadRow(TILE + ty);  // rows TILE and TILE+1: the bottom halo with its two corners
+    // Threads of a partial tile load too (clamped): no thread may skip the barrier.
     __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
 
-    const int x = x0 + threadIdx.x, c = threadIdx.x + 1;
-    for (int r = threadIdx.y + 1; r <= TILE; r += ROWS) {
-        const int y = y0 + r - 1;
-        if (x < width && y < height) {
-            const float s = taps121(tile[r - 1][c - 1], tile[r - 1][c], tile[r - 1][c + 1]) +
-                            2.0f * taps121(tile[r][c - 1], tile[r][c], tile[r][c + 1]) +
-                            taps121(tile[r + 1][c - 1], tile[r + 1][c], tile[r + 1][c + 1]);
-            out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
-        }
+    // The kernel is separable: [1 2 1] across each shared row, then [1 2 1] down the column.
+    // A thread's PER output rows need PER + 2 shared rows, each summed across once (registers).
+    constexpr int PER = TILE / ROWS;
+    const int c = tx + 1, r0 = ty * PER;  // shared rows r0 .. r0 + PER + 1
+    float across[PER + 2];
+#pragma unroll
+    for (int i = 0; i < PER + 2; ++i) across[i] = taps121(tile[r0 + i][c - 1], tile[r0 + i][c], tile[r0 + i][c + 1]);
+    const int x = x0 + tx;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int y = y0 + r0 + i;
+        if (x < width && y < height)
+            out[static_cast<size_t>(y) * width + x] = taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
     }
 }
 

@@ -44,8 +44,9 @@ TEST_CASE("chunked: chunk by chunk equals one shot, remainder chunk included", "
 TEST_CASE("chunked: a chunk produced at a wrapped 32-bit offset fails the check", "[chunked]") {
     // The original text's int offset at chunk 33 of 1000 matrices of 256 x 256.
     const uint64_t first = uint64_t(33) * 1000 * 65536, count = 4096, seed = 9;
-    const uint64_t wrapped = static_cast<uint32_t>(first);  // what a 32-bit offset keeps
-    REQUIRE(wrapped != first);
+    const int32_t as_int = static_cast<int32_t>(static_cast<uint32_t>(first));  // what an int offset holds
+    REQUIRE(as_int < 0);
+    const uint64_t wrapped = static_cast<uint64_t>(static_cast<int64_t>(as_int));  // used as an index
     std::vector<float> a(count), b(count), out(count);
     verify::fill_uniform(a.data(), count, seed, -1.0f, 1.0f, wrapped);
     verify::fill_uniform(b.data(), count, seed + 1, -1.0f, 1.0f, wrapped);

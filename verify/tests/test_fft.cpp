@@ -131,3 +131,15 @@ TEST_CASE("complex matmul: known 2x2 answer and a random check against the defin
             CHECK(std::abs(c[i * N + j] - s) < 1e-12);
         }
 }
+
+TEST_CASE("complex vecmat: equals one row of the matmul", "[fft]") {
+    const int64_t M = 5, N = 6, K = 4;
+    std::vector<float> a(2 * M * K), b(2 * K * N);
+    verify::fill_uniform(a.data(), a.size(), 5);
+    verify::fill_uniform(b.data(), b.size(), 6);
+    std::vector<cplx> c(M * N), row(N);
+    verify::complex_matmul_reference(a.data(), b.data(), c.data(), M, N, K);
+    std::vector<cplx> a3 = verify::to_cplx(a.data() + 2 * 3 * K, K);  // row 3 of A
+    verify::complex_vecmat_reference(a3.data(), b.data(), row.data(), N, K);
+    for (int64_t j = 0; j < N; ++j) CHECK(std::abs(row[j] - c[3 * N + j]) < 1e-12);
+}

@@ -11,7 +11,9 @@
 //                   (a chirp-z convolution done with radix-2) for any other n
 //   fft2d           rows, then columns
 //   complex_matmul_reference   C = A * B for complex row-major matrices
+//   complex_vecmat_reference   one row of such a product, v * B
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -152,28 +154,52 @@ inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
 }
 
 // C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
-// interleaved float complex, C accumulated in double. Four rows of C share
-// each pass over a row of B (i-k-j order), so B streams from memory M/4 times.
+// interleaved float complex, C accumulated in double. Loop order i-k-j over
+// blocks of four rows of C (each pass over a row of B serves four rows), with
+// real and imaginary parts in separate arrays so the inner loop vectorizes.
 inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
-    const std::vector<cplx> b = to_cplx(B, static_cast<uint64_t>(K * N));
+    std::vector<double> br(static_cast<size_t>(K * N)), bi(static_cast<size_t>(K * N));
+    for (int64_t i = 0; i < K * N; ++i) {
+        br[i] = B[2 * i];
+        bi[i] = B[2 * i + 1];
+    }
+    std::vector<double> cr(static_cast<size_t>(4 * N)), ci(static_cast<size_t>(4 * N));
     for (int64_t i0 = 0; i0 < M; i0 += 4) {
         const int64_t rows = (M - i0 < 4) ? M - i0 : 4;
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t j = 0; j < N; ++j) C[(i0 + r) * N + j] = 0.0;
+        std::fill(cr.begin(), cr.end(), 0.0);
+        std::fill(ci.begin(), ci.end(), 0.0);
         for (int64_t k = 0; k < K; ++k) {
-            const cplx* bk = b.data() + k * N;
+            const double* bkr = br.data() + k * N;
+            const double* bki = bi.data() + k * N;
             for (int64_t r = 0; r < rows; ++r) {
                 const int64_t ia = 2 * ((i0 + r) * K + k);
                 const double ar = A[ia], ai = A[ia + 1];
-                cplx* c = C + (i0 + r) * N;
-                // Written out in real arithmetic: std::complex's operator* checks for NaN/Inf and is slow.
+                double* xr = cr.data() + r * N;
+                double* xi = ci.data() + r * N;
                 for (int64_t j = 0; j < N; ++j) {
-                    const double br = bk[j].real(), bi = bk[j].imag();
-                    c[j] = cplx(c[j].real() + ar * br - ai * bi, c[j].imag() + ar * bi + ai * br);
+                    xr[j] += ar * bkr[j] - ai * bki[j];
+                    xi[j] += ar * bki[j] + ai * bkr[j];
                 }
             }
         }
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < N; ++j) C[(i0 + r) * N + j] = cplx(cr[r * N + j], ci[r * N + j]);
     }
+}
+
+// out = v * B for a row vector v (length K, double) and B (K x N, interleaved
+// float complex, row-major): one row of a product in O(K * N).
+inline void complex_vecmat_reference(const cplx* v, const float* B, cplx* out, int64_t N, int64_t K) {
+    std::vector<double> re(static_cast<size_t>(N), 0.0), im(static_cast<size_t>(N), 0.0);
+    for (int64_t k = 0; k < K; ++k) {
+        const double vr = v[k].real(), vi = v[k].imag();
+        const float* b = B + 2 * k * N;
+        for (int64_t j = 0; j < N; ++j) {
+            re[j] += vr * b[2 * j] - vi * b[2 * j + 1];
+            im[j] += vr * b[2 * j + 1] + vi * b[2 * j];
+        }
+    }
+    for (int64_t j = 0; j < N; ++j) out[j] = cplx(re[j], im[j]);
 }
 
 }  // namespace verify

@@ -1,0 +1,304 @@
+// Lesson 10 - cuBLAS + cuFFT pipeline: a batch of complex images, each
+// multiplied by one fixed complex matrix (cublasCgemmStridedBatched, stride 0
+// for the shared matrix), then 2D-transformed (cufftPlanMany, C2C), in chunks
+// spread over streams so that host transfers overlap the library calls.
+//
+// Layout: every matrix is n x n, complex, ROW-major (element (r, c) at r*n + c),
+// as C code and cuFFT lay them out. cuBLAS is column-major; see the GEMM call
+// below for how Y = T * X is asked of it. See README.md.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cufft.h>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/launch.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/fft.h"
+#include "verify/random.h"
+
+using verify::cplx;
+
+int main(int argc, char** argv) {
+    // ---- Flags: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t n = 1024, batch = 64, chunk = 4, streams = 3, full_checks = 16;
+    bool gemm3m = false;
+    lesson::Cli cli("cublas_cufft_pipeline",
+                    "Y = T * X for every image X (one shared complex matrix T), then a 2D FFT of Y, over chunks and streams.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("n", &n, 2, 4096, "image side: images and T are n x n complex (any size; cuFFT takes all)", 128);
+    cli.add_int("batch", &batch, 1, int64_t(1) << 20, "images in the batch", 14);
+    cli.add_int("chunk", &chunk, 1, int64_t(1) << 20, "images per chunk (one GEMM call and one FFT call each)", 4);
+    cli.add_int("streams", &streams, 1, 16, "streams; each owns one slot of device buffers and one FFT plan");
+    cli.add_int("full-checks", &full_checks, 1, 1024, "chunks whose random image is verified in full (O(n^3) on the CPU each)");
+    cli.add_switch("gemm3m", &gemm3m, "use cublasCgemm3mStridedBatched (3 real products per complex one instead of 4)");
+    cli.parse_or_exit(argc, argv);
+    if (chunk > batch)
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --batch=" + std::to_string(batch) +
+                          "; allowed: 1 <= chunk <= batch");
+    if (chunk * n * n > INT32_MAX)
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " x --n=" + std::to_string(n) + "^2 elements passes 2^31 - 1; "
+                          "cufftPlanMany takes int sizes: allowed chunk <= " + std::to_string(INT32_MAX / (n * n)));
+
+    const size_t N = static_cast<size_t>(n), img_elems = N * N, img_bytes = img_elems * sizeof(cuComplex);
+    const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
+    const int64_t nfull = std::min<int64_t>(full_checks, plan.count);
+    const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(nfull, std::thread::hardware_concurrency()));
+    // Pinned input and output batches, T, and per verifying thread two n x n double complex matrices.
+    lesson::require_host_memory(2 * batch * img_bytes + img_bytes + nthreads * 2 * img_elems * sizeof(cplx), "pinned",
+                                "--batch=" + std::to_string(batch) + " --n=" + std::to_string(n));
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    // Per slot: input chunk, output chunk and (at most) a chunk-sized FFT work area; plus T and a tail plan.
+    lesson::require_device_memory((streams + 1) * 3 * chunk * img_bytes + img_bytes,
+                                  "--chunk=" + std::to_string(chunk) + " --streams=" + std::to_string(streams) +
+                                      " --n=" + std::to_string(n));
+
+    lesson::Report report("10_cublas_cufft_pipeline");
+    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    report.config("n", n);
+    report.config("batch", batch);
+    report.config("chunk", chunk);
+    report.config("streams", streams);
+    report.config("gemm", gemm3m ? "cublasCgemm3mStridedBatched" : "cublasCgemmStridedBatched");
+    report.config("layout", "row-major; Y = T*X asked of column-major cuBLAS as Y^T = X^T * T^T");
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // ---- Host data, generated and staged in pinned memory BEFORE anything is timed.
+    lesson::HostTimer gen_timer;
+    cuComplex *h_in = nullptr, *h_out = nullptr;
+    CUDA_CHECK(cudaMallocHost(&h_in, batch * img_bytes));
+    CUDA_CHECK(cudaMallocHost(&h_out, batch * img_bytes));
+    std::vector<cuComplex> h_t(img_elems);
+    verify::fill_uniform(reinterpret_cast<float*>(h_in), 2 * batch * img_elems, opt.seed);
+    verify::fill_uniform(reinterpret_cast<float*>(h_t.data()), 2 * img_elems, opt.seed + 1);
+    const float t_scale = 1.0f / std::sqrt(static_cast<float>(n));  // keeps |T x| about |x|
+    for (auto& v : h_t) v = make_cuComplex(v.x * t_scale, v.y * t_scale);
+    const double generate_ms = gen_timer.ms();
+
+    // ---- Device buffers: T once, and one slot (input chunk, output chunk) per stream.
+    cuComplex* d_t = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_t, img_bytes));
+    CUDA_CHECK(cudaMemcpy(d_t, h_t.data(), img_bytes, cudaMemcpyHostToDevice));
+    std::vector<cuComplex*> d_x(streams), d_y(streams);
+    std::vector<cudaStream_t> stream(streams);
+    std::vector<cudaEvent_t> done(streams);
+    std::vector<cufftHandle> fft(streams);  // one plan per stream: a plan's work area must not be shared by two streams at once
+    const int dims[2] = {static_cast<int>(n), static_cast<int>(n)};
+    const int dist = static_cast<int>(img_elems);
+    for (int64_t s = 0; s < streams; ++s) {
+        CUDA_CHECK(cudaMalloc(&d_x[s], chunk * img_bytes));
+        CUDA_CHECK(cudaMalloc(&d_y[s], chunk * img_bytes));
+        CUDA_CHECK(cudaMemset(d_y[s], 0xFF, chunk * img_bytes));  // poison: NaN
+        CUDA_CHECK(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&done[s], cudaEventDisableTiming));
+        // rank 2, n x n, contiguous images `dist` elements apart, `chunk` of them per call.
+        CUFFT_CHECK(cufftPlanMany(&fft[s], 2, const_cast<int*>(dims), nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C,
+                                  static_cast<int>(chunk)));
+    }
+    const int64_t tail = batch % chunk;  // the last chunk may be shorter: it gets a plan of its own
+    cufftHandle fft_tail = 0;
+    if (tail)
+        CUFFT_CHECK(cufftPlanMany(&fft_tail, 2, const_cast<int*>(dims), nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C,
+                                  static_cast<int>(tail)));
+    cublasHandle_t blas;
+    CUBLAS_CHECK(cublasCreate(&blas));
+    cudaEvent_t fork;
+    CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+
+    // Y = T * X for `count` images of one slot, on stream s. cuBLAS reads our row-major X as the
+    // column-major matrix X^T (and T as T^T), and writes its column-major C into our row-major Y.
+    // So ask it for C = A * B with A = X, B = T:  C = X^T * T^T = (T * X)^T, i.e. Y in row-major.
+    // strideB = 0: every image of the batch uses the same T.
+    const cuComplex one = make_cuComplex(1.f, 0.f), zero = make_cuComplex(0.f, 0.f);
+    auto transform = [&](int64_t s, int64_t count) {
+        CUBLAS_CHECK(cublasSetStream(blas, stream[s]));
+        if (gemm3m)
+            CUBLAS_CHECK(cublasCgemm3mStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
+                                                     (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s],
+                                                     (int)n, (long long)img_elems, (int)count));
+        else
+            CUBLAS_CHECK(cublasCgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
+                                                   (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s],
+                                                   (int)n, (long long)img_elems, (int)count));
+    };
+    // 2D FFT of every image of one slot, in place, on stream s.
+    auto transform_fft = [&](int64_t s, int64_t count) {
+        cufftHandle p = (count == chunk) ? fft[s] : fft_tail;
+        CUFFT_CHECK(cufftSetStream(p, stream[s]));
+        CUFFT_CHECK(cufftExecC2C(p, d_y[s], d_y[s], CUFFT_FORWARD));
+    };
+
+    // ---- The pipeline: chunk c goes to stream c % k. Within a stream the work is ordered, so a
+    // slot is reused only after its previous chunk's D2H finished. Stream 0 forks the others and
+    // joins them at the end, so events on stream 0 time the whole batch.
+    auto pipeline = [&](int64_t k) {
+        CUDA_CHECK(cudaEventRecord(fork, stream[0]));
+        for (int64_t s = 1; s < k; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
+        for (uint64_t c = 0; c < plan.count; ++c) {
+            const lesson::Chunk ch = plan.at(c);
+            const int64_t s = static_cast<int64_t>(c % k);
+            CUDA_CHECK(cudaMemcpyAsync(d_x[s], h_in + ch.first * img_elems, ch.count * img_bytes,
+                                       cudaMemcpyHostToDevice, stream[s]));
+            transform(s, ch.count);
+            transform_fft(s, ch.count);
+            CUDA_CHECK(cudaMemcpyAsync(h_out + ch.first * img_elems, d_y[s], ch.count * img_bytes,
+                                       cudaMemcpyDeviceToHost, stream[s]));
+        }
+        for (int64_t s = 1; s < k; ++s) {
+            CUDA_CHECK(cudaEventRecord(done[s], stream[s]));
+            CUDA_CHECK(cudaStreamWaitEvent(stream[0], done[s], 0));
+        }
+    };
+
+    // Sequential first (one stream: copy, compute, copy, no overlap), then the real pipeline,
+    // whose output (after poisoning the host copy) is what gets verified.
+    const int rep = static_cast<int>(opt.repeat);
+    const double seq_ms = lesson::time_median_ms(rep, [&] { pipeline(1); }, stream[0]);
+    std::memset(h_out, 0xFF, batch * img_bytes);
+    const double pipe_ms = lesson::time_median_ms(rep, [&] { pipeline(streams); }, stream[0]);
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    // ---- Per-stage GPU time, one full chunk on slot 0 (its buffers hold chunk 0 by now).
+    const double gemm_ms = lesson::time_median_ms(rep, [&] { transform(0, chunk); }, stream[0]);
+    const double fft_ms = lesson::time_median_ms(rep, [&] { transform_fft(0, chunk); }, stream[0]);
+
+    // ---- Verify (host side; the GPU is done). The full CPU reference is O(n^3) per image, so:
+    //  (1) whole images in full: one random image from each of `nfull` chunks spread over the batch;
+    //  (2) every image: row 0 and one random row of its spectrum, from the identity
+    //      row u of FFT2(T X) = FFT1( row u of (F T) * X ), F the DFT matrix: O(n^2) per row;
+    //  (3) every image: the sum of its spectrum = n^2 * (T X)[0][0] (NaN poison anywhere fails it).
+    const size_t img_floats = 2 * img_elems;
+    auto image_of_chunk = [&](int64_t i) {  // the random image checked in full for the i-th sampled chunk
+        const lesson::Chunk ch = plan.at(static_cast<uint64_t>(i * static_cast<int64_t>(plan.count) / nfull));
+        return static_cast<int64_t>(ch.first + verify::splitmix64(opt.seed + 77 * i) % ch.count);
+    };
+    if (opt.inject_fault)  // into an image that is checked in full, so the check must see it
+        verify::inject_fault(reinterpret_cast<float*>(h_out + image_of_chunk(0) * img_elems), img_floats, opt.seed);
+    const float* t_f = reinterpret_cast<const float*>(h_t.data());
+    auto full_reference = [&](int64_t img) {
+        std::vector<cplx> ref(img_elems);
+        verify::complex_matmul_reference(t_f, reinterpret_cast<const float*>(h_in + img * img_elems), ref.data(), n, n, n);
+        verify::fft2d(ref.data(), N, N, verify::kForward);
+        return ref;
+    };
+    lesson::HostTimer verify_timer;
+    // (1) The first sample alone: the single-threaded reference time, and the error scale for all.
+    lesson::HostTimer one_timer;
+    std::vector<cplx> ref0 = full_reference(image_of_chunk(0));
+    const double cpu_ms = one_timer.ms();
+    const double* ref0_d = reinterpret_cast<const double*>(ref0.data());
+    verify::Comparer full(1e-4, verify::rms(ref0_d, img_floats));
+    full.add(reinterpret_cast<const float*>(h_out + image_of_chunk(0) * img_elems), ref0_d, img_floats,
+             image_of_chunk(0) * img_floats);
+    std::mutex full_mutex;
+    std::atomic<int64_t> next{1};
+    auto worker = [&] {  // the other samples, one single-threaded reference per thread at a time
+        for (int64_t i; (i = next++) < nfull;) {
+            const int64_t img = image_of_chunk(i);
+            std::vector<cplx> ref = full_reference(img);
+            std::lock_guard<std::mutex> lock(full_mutex);
+            full.add(reinterpret_cast<const float*>(h_out + img * img_elems), reinterpret_cast<const double*>(ref.data()),
+                     img_floats, img * img_floats);
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int64_t w = 0; w < nthreads; ++w) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+    // (2) and (3): FT = F * T (every column of T transformed), then two rows and one sum per image.
+    std::vector<cplx> ft = verify::to_cplx(t_f, img_elems);
+    verify::fft_columns(ft.data(), N, N, verify::kForward);
+    const verify::Fft1d row_fft(N);
+    std::vector<cplx> row_ref(2 * batch * N), sum_ref(batch);
+    std::vector<cuComplex> row_gpu(2 * batch * N), sum_gpu(batch);
+    for (int64_t b = 0; b < batch; ++b) {
+        const float* x = reinterpret_cast<const float*>(h_in + b * img_elems);
+        const cuComplex* z = h_out + b * img_elems;
+        const int64_t rows[2] = {0, n > 1 ? 1 + static_cast<int64_t>(verify::splitmix64(opt.seed * 31 + b) % (n - 1)) : 0};
+        for (int r = 0; r < 2; ++r) {
+            cplx* ref = row_ref.data() + (2 * b + r) * N;
+            verify::complex_vecmat_reference(ft.data() + rows[r] * N, x, ref, n, n);
+            row_fft.run(ref, verify::kForward);
+            std::copy(z + rows[r] * N, z + (rows[r] + 1) * N, row_gpu.begin() + (2 * b + r) * N);
+        }
+        cplx y00 = 0.0, zsum = 0.0;
+        for (size_t k = 0; k < N; ++k) y00 += cplx(t_f[2 * k], t_f[2 * k + 1]) * cplx(x[2 * k * N], x[2 * k * N + 1]);
+        for (size_t i = 0; i < img_elems; ++i) zsum += cplx(z[i].x, z[i].y);
+        sum_ref[b] = y00 * static_cast<double>(img_elems);
+        sum_gpu[b] = make_cuComplex(static_cast<float>(zsum.real()), static_cast<float>(zsum.imag()));
+    }
+    const double verify_ms = verify_timer.ms();
+    char what[200];
+    std::snprintf(what, sizeof what, "%lld whole images in full (one random image in each of %lld chunks) vs double CGEMM + 2D FFT",
+                  (long long)nfull, (long long)nfull);
+    report.check(full.result(what));
+    report.check(verify::compare(reinterpret_cast<const float*>(row_gpu.data()), reinterpret_cast<const double*>(row_ref.data()),
+                                 row_gpu.size() * 2, 1e-4, "every image: spectrum row 0 and one random row, row u = FFT(row u of F*T times X)"));
+    report.check(verify::compare(reinterpret_cast<const float*>(sum_gpu.data()), reinterpret_cast<const double*>(sum_ref.data()),
+                                 sum_gpu.size() * 2, 1e-4, "every image: sum of its spectrum = n^2 (T X)[0][0]"));
+    report.cpu_reference_ms(cpu_ms);
+
+    // ---- Report: the stages, then the pipeline against the PCIe bound measured now.
+    const double batch_bytes = static_cast<double>(batch * img_bytes), chunk_bytes = static_cast<double>(chunk * img_bytes);
+    const lesson::LinkRates link = lesson::measure_link_gbps(static_cast<size_t>(chunk_bytes), true);
+    const double bound_ms = lesson::link_bound_ms(batch_bytes, batch_bytes, link);
+    const double bound_gbps = 2.0 * batch_bytes / (bound_ms * 1e6);
+    const double d2d = lesson::measure_d2d_gbps(prop);
+    report.ceiling("H2D pinned, one chunk", link.h2d, "GB/s");
+    report.ceiling("D2H pinned, one chunk", link.d2h, "GB/s");
+    report.ceiling("H2D + D2H at once, pinned", link.both, "GB/s");
+    report.ceiling("PCIe bound of the batch (in + out)", bound_gbps, "GB/s");
+    report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
+    const double flops = 8.0 * n * n * n * chunk;  // a complex multiply-add is 8 real flops
+    report.variant(std::string(gemm3m ? "Cgemm3m" : "Cgemm") + "StridedBatched, one chunk", gemm_ms,
+                   flops / (gemm_ms * 1e9), "GFLOP/s");
+    report.variant("cufftExecC2C 2D, one chunk (read + write)", fft_ms, 2.0 * chunk_bytes / (fft_ms * 1e6), "GB/s", d2d,
+                   "D2D copy");
+    report.variant("pipeline, 1 stream (no overlap)", seq_ms, 2.0 * batch_bytes / (seq_ms * 1e6), "GB/s", bound_gbps,
+                   "PCIe bound");
+    const std::string pname = "pipeline, " + std::to_string(streams) + " streams";
+    report.variant(pname, pipe_ms, 2.0 * batch_bytes / (pipe_ms * 1e6), "GB/s", bound_gbps, "PCIe bound");
+    report.metric("PCIe bound of the batch", bound_ms, "ms");
+    report.metric("GPU compute per chunk (GEMM + FFT)", gemm_ms + fft_ms, "ms");
+    report.metric("transfer per chunk at the both-ways rate", 2.0 * chunk_bytes / (link.both * 1e6), "ms");
+    report.metric("speedup over 1 stream", seq_ms / pipe_ms, "x");
+    report.metric("host: generate inputs (not timed above)", generate_ms, "ms");
+    report.metric("host: verify, all checks (threads for (1))", verify_ms, "ms");
+    report.metric("host: threads used for (1)", static_cast<double>(nthreads), "");
+    report.note("GEMM flops counted as 8*n^3 per image (a complex multiply-add is 8 real flops)" +
+                std::string(gemm3m ? "; Cgemm3m does 3/4 of them, so its rate is an effective one" : ""));
+    char key[128];
+    std::snprintf(key, sizeof key, "%s %.1f GB/s, n=%lld batch=%lld", pname.c_str(), 2.0 * batch_bytes / (pipe_ms * 1e6),
+                  (long long)n, (long long)batch);
+    report.key_result(key, bound_ms / pipe_ms, "PCIe bound");
+
+    // ---- Free everything.
+    CUBLAS_CHECK(cublasDestroy(blas));
+    if (tail) CUFFT_CHECK(cufftDestroy(fft_tail));
+    for (int64_t s = 0; s < streams; ++s) {
+        CUFFT_CHECK(cufftDestroy(fft[s]));
+        CUDA_CHECK(cudaEventDestroy(done[s]));
+        CUDA_CHECK(cudaStreamDestroy(stream[s]));
+        CUDA_CHECK(cudaFree(d_x[s]));
+        CUDA_CHECK(cudaFree(d_y[s]));
+    }
+    CUDA_CHECK(cudaEventDestroy(fork));
+    CUDA_CHECK(cudaFree(d_t));
+    CUDA_CHECK(cudaFreeHost(h_in));
+    CUDA_CHECK(cudaFreeHost(h_out));
+    return report.finish(opt.json);
+}
