@@ -59,29 +59,37 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
     in += image;
     out += image;
     const int x0 = blockIdx.x * TILE, y0 = blockIdx.y * TILE;  // top-left output pixel of this tile
-    const int tx = threadIdx.x, ty = threadIdx.y;
-
-    // Shared cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
-    // Thread tx fills column tx of a row; threads 0 and 1 also fill the last two columns.
-    auto loadRow = [&](int r) {
-        const float* src = in + static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width;
-        tile[r][tx] = src[clampToEdge(x0 + tx - 1, width)];
-        if (tx < 2) tile[r][TILE + tx] = src[clampToEdge(x0 + TILE + tx - 1, width)];
+    // Number the (TILE+2)^2 shared cells row by row; the block's threads stride over all of them,
+    // so the halo and its four corners are loaded like any other cell. Cell i = (r, c) holds
+    // input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
+    constexpr int SIDE = TILE + 2, CELLS = SIDE * SIDE, THREADS = TILE * ROWS;
+    constexpr int PASSES = (CELLS + THREADS - 1) / THREADS;  // cells per thread, rounded up
+    const int t = threadIdx.y * TILE + threadIdx.x;
+    auto pixel = [&](int i) {
+        return in[static_cast<size_t>(clampToEdge(y0 + i / SIDE - 1, height)) * width + clampToEdge(x0 + i % SIDE - 1, width)];
     };
-#pragma unroll  // rows 0 .. TILE-1: all of a thread's loads are issued before the first one returns
-    for (int k = 0; k < TILE / ROWS; ++k) loadRow(ty + k * ROWS);
-    if (ty < 2) loadRow(TILE + ty);  // rows TILE and TILE+1: the bottom halo with its two corners
+    // All loads first, then all stores, so that PASSES loads per thread are in flight at once:
+    // what a memory-bound kernel needs (README, "What to observe"). In the last pass the cell
+    // number is clamped (a valid load, no branch) and only the store is skipped.
+    float v[PASSES];
+#pragma unroll
+    for (int k = 0; k < PASSES; ++k) v[k] = pixel(min(t + k * THREADS, CELLS - 1));
+#pragma unroll
+    for (int k = 0; k < PASSES; ++k) {
+        const int i = t + k * THREADS;
+        if (i < CELLS) tile[i / SIDE][i % SIDE] = v[k];
+    }
     // Threads of a partial tile load too (clamped): no thread may skip the barrier.
     __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
 
     // The kernel is separable: [1 2 1] across each shared row, then [1 2 1] down the column.
     // A thread's PER output rows need PER + 2 shared rows, each summed across once (registers).
     constexpr int PER = TILE / ROWS;
-    const int c = tx + 1, r0 = ty * PER;  // shared rows r0 .. r0 + PER + 1
+    const int c = threadIdx.x + 1, r0 = threadIdx.y * PER;  // shared rows r0 .. r0 + PER + 1
     float across[PER + 2];
 #pragma unroll
     for (int i = 0; i < PER + 2; ++i) across[i] = taps121(tile[r0 + i][c - 1], tile[r0 + i][c], tile[r0 + i][c + 1]);
-    const int x = x0 + tx;
+    const int x = x0 + threadIdx.x;
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
         const int y = y0 + r0 + i;

@@ -33,7 +33,7 @@ TEST_CASE("transpose reference: 1xN row becomes an Nx1 column, and back", "[tran
 }
 
 TEST_CASE("transpose reference: non-square, non-multiple of the block, every element", "[transpose]") {
-    // 70 x 133 crosses the 64-element blocks of the reference with partial blocks on both edges.
+    // 70 x 133 crosses the 32-element blocks of the reference with partial blocks on both edges.
     const int64_t rows = 70, cols = 133;
     std::vector<float> in(rows * cols), out(rows * cols, -1.0f), back(rows * cols, -1.0f);
     verify::fill_uniform(in.data(), in.size(), 11);

@@ -93,14 +93,14 @@ public:
         for (auto& c : ceilings_)
             std::printf("ceiling (measured now): %-34s %10.1f %s\n", c.name.c_str(), c.value, c.unit.c_str());
         if (!variants_.empty()) {
-            std::printf("%-40s %11s %12s %-8s %s\n", "variant", "ms", "rate", "unit", "of ceiling");
+            std::printf("%-50s %11s %12s %-8s %s\n", "variant", "ms", "rate", "unit", "of ceiling");
             for (auto& v : variants_) {
-                std::printf("%-40s %11.4f %12.1f %-8s", v.name.c_str(), v.ms, v.rate, v.unit.c_str());
+                std::printf("%-50s %11.4f %12.1f %-8s", v.name.c_str(), v.ms, v.rate, v.unit.c_str());
                 if (std::isfinite(v.fraction)) std::printf(" %5.1f%% of %s", 100.0 * v.fraction, v.ceiling_name.c_str());
                 std::printf("\n");
             }
         }
-        for (auto& m : metrics_) std::printf("%-40s %12.4g %s\n", m.name.c_str(), m.value, m.unit.c_str());
+        for (auto& m : metrics_) std::printf("%-50s %12.4g %s\n", m.name.c_str(), m.value, m.unit.c_str());
         if (std::isfinite(cpu_ms_)) std::printf("single-threaded CPU reference: %.1f ms\n", cpu_ms_);
         for (auto& c : checks_) {
             std::printf("check: %s: %llu elements, rel-L2 error %.3e, max abs error %.3e, tolerance %.1e -> %s",

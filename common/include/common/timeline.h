@@ -78,8 +78,8 @@ public:
             const int y = top + b.row * row_h;
             const double x0 = x_of(b.t0), w = std::max(0.5, x_of(b.t1) - x0);
             s += "<rect x=\"" + fmt(x0) + "\" y=\"" + std::to_string(y + 3) + "\" width=\"" + fmt(w) +
-                 "\" height=\"" + std::to_string(row_h - 6) + "\" fill=\"" + escape(b.color) +
-                 "\" stroke=\"white\" stroke-width=\"0.3\">";
+                 "\" height=\"" + std::to_string(row_h - 6) + "\" fill=\"" + escape(b.color) + "\"" +
+                 (w > 2 ? " stroke=\"white\" stroke-width=\"0.3\"" : "") + ">";  // thin bars stay visible
             if (!b.tip.empty()) s += "<title>" + escape(b.tip) + "</title>";
             s += "</rect>\n";
         }

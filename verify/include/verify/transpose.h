@@ -13,7 +13,7 @@ namespace verify {
 // in is rows x cols, out is cols x rows, both row-major: out[c][r] = in[r][c].
 template <class T>
 void transpose_reference(const T* in, T* out, int64_t rows, int64_t cols) {
-    constexpr int64_t kBlock = 64;
+    constexpr int64_t kBlock = 32;
     for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
         const int64_t r1 = std::min(r0 + kBlock, rows);
         for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
