@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
     lesson::require_host_memory(2 * batch * img_bytes + img_bytes + nthreads * 2 * img_elems * sizeof(cplx), "pinned",
                                 "--batch=" + std::to_string(batch) + " --n=" + std::to_string(n));
     cudaDeviceProp prop = lesson::pick_device(opt.device);
-    // Per slot: input chunk, output chunk and (at most) a chunk-sized FFT work area; plus T and a tail plan.
-    lesson::require_device_memory((streams + 1) * 3 * chunk * img_bytes + img_bytes,
+    // Per slot: input chunk, output chunk, (at most) a chunk-sized FFT work area, a cuBLAS workspace; plus T and a tail plan.
+    lesson::require_device_memory((streams + 1) * (3 * chunk * img_bytes + (size_t(32) << 20)) + img_bytes,
                                   "--chunk=" + std::to_string(chunk) + " --streams=" + std::to_string(streams) +
                                       " --n=" + std::to_string(n));
 
@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&d_t, img_bytes));
     CUDA_CHECK(cudaMemcpy(d_t, h_t.data(), img_bytes, cudaMemcpyHostToDevice));
     std::vector<cuComplex*> d_x(streams), d_y(streams);
+    std::vector<void*> d_ws(streams);  // a cuBLAS workspace per stream (32 MiB, the size cuBLAS suggests for Hopper)
+    const size_t ws_bytes = size_t(32) << 20;
     std::vector<cudaStream_t> stream(streams);
     std::vector<cudaEvent_t> done(streams);
     std::vector<cufftHandle> fft(streams);  // one plan per stream: a plan's work area must not be shared by two streams at once
@@ -103,6 +105,8 @@ int main(int argc, char** argv) {
     for (int64_t s = 0; s < streams; ++s) {
         CUDA_CHECK(cudaMalloc(&d_x[s], chunk * img_bytes));
         CUDA_CHECK(cudaMalloc(&d_y[s], chunk * img_bytes));
+        CUDA_CHECK(cudaMalloc(&d_ws[s], ws_bytes));
+        CUDA_CHECK(cudaMemset(d_ws[s], 0, ws_bytes));
         CUDA_CHECK(cudaMemset(d_y[s], 0xFF, chunk * img_bytes));  // poison: NaN
         CUDA_CHECK(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreateWithFlags(&done[s], cudaEventDisableTiming));
@@ -125,8 +129,11 @@ int main(int argc, char** argv) {
     // So ask it for C = A * B with A = X, B = T:  C = X^T * T^T = (T * X)^T, i.e. Y in row-major.
     // strideB = 0: every image of the batch uses the same T.
     const cuComplex one = make_cuComplex(1.f, 0.f), zero = make_cuComplex(0.f, 0.f);
+    // cublasSetStream resets the handle to its default workspace; two streams running GEMMs at once
+    // through one handle must not share scratch memory, so each stream gets its own right after.
     auto transform = [&](int64_t s, int64_t count) {
         CUBLAS_CHECK(cublasSetStream(blas, stream[s]));
+        CUBLAS_CHECK(cublasSetWorkspace(blas, d_ws[s], ws_bytes));
         if (gemm3m)
             CUBLAS_CHECK(cublasCgemm3mStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
                                                      (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s],
@@ -295,6 +302,7 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaStreamDestroy(stream[s]));
         CUDA_CHECK(cudaFree(d_x[s]));
         CUDA_CHECK(cudaFree(d_y[s]));
+        CUDA_CHECK(cudaFree(d_ws[s]));
     }
     CUDA_CHECK(cudaEventDestroy(fork));
     CUDA_CHECK(cudaFree(d_t));
