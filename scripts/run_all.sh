@@ -130,7 +130,9 @@ for name in "${lessons[@]}"; do
 done
 
 echo
-printf '%s\n' "${table[@]}" | tee "$RES/summary.txt"
+summary_file="$RES/summary.txt"
+[ "$SANITIZE" = 1 ] && summary_file="$RES/summary-sanitize.txt"
+printf '%s\n' "${table[@]}" | tee "$summary_file"
 if [ $fails -gt 0 ]; then echo "run_all.sh: $fails failure(s)"; exit 1; fi
 echo "run_all.sh: all ${#lessons[@]} lesson(s) PASS"
 exit 0
