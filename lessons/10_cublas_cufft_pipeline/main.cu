@@ -7,7 +7,6 @@
 // as C code and cuFFT lay them out. cuBLAS is column-major; see the GEMM call
 // below for how Y = T * X is asked of it. See README.md.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,8 +34,7 @@ using verify::cplx;
 int main(int argc, char** argv) {
     // ---- Flags: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t n = 1024, batch = 64, chunk = 4, streams = 3, full_checks = 16;
-    bool gemm3m = false;
+    int64_t n = 1024, batch = 128, chunk = 4, streams = 3, full_checks = 32;
     lesson::Cli cli("cublas_cufft_pipeline",
                     "Y = T * X for every image X (one shared complex matrix T), then a 2D FFT of Y, over chunks and streams.");
     lesson::add_common_flags(cli, opt);
@@ -45,7 +43,6 @@ int main(int argc, char** argv) {
     cli.add_int("chunk", &chunk, 1, int64_t(1) << 20, "images per chunk (one GEMM call and one FFT call each)", 4);
     cli.add_int("streams", &streams, 1, 16, "streams; each owns one slot of device buffers and one FFT plan");
     cli.add_int("full-checks", &full_checks, 1, 1024, "chunks whose random image is verified in full (O(n^3) on the CPU each)");
-    cli.add_switch("gemm3m", &gemm3m, "use cublasCgemm3mStridedBatched (3 real products per complex one instead of 4)");
     cli.parse_or_exit(argc, argv);
     if (chunk > batch)
         lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --batch=" + std::to_string(batch) +
@@ -73,7 +70,6 @@ int main(int argc, char** argv) {
     report.config("batch", batch);
     report.config("chunk", chunk);
     report.config("streams", streams);
-    report.config("gemm", gemm3m ? "cublasCgemm3mStridedBatched" : "cublasCgemmStridedBatched");
     report.config("layout", "row-major; Y = T*X asked of column-major cuBLAS as Y^T = X^T * T^T");
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
@@ -84,7 +80,10 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMallocHost(&h_in, batch * img_bytes));
     CUDA_CHECK(cudaMallocHost(&h_out, batch * img_bytes));
     std::vector<cuComplex> h_t(img_elems);
-    verify::fill_uniform(reinterpret_cast<float*>(h_in), 2 * batch * img_elems, opt.seed);
+    const size_t img_floats = 2 * img_elems;  // every value a pure function of (seed, index): images fill in parallel
+    verify::parallel_for(batch, [&](int64_t b) {
+        verify::fill_uniform(reinterpret_cast<float*>(h_in + b * img_elems), img_floats, opt.seed, -1.f, 1.f, b * img_floats);
+    });
     verify::fill_uniform(reinterpret_cast<float*>(h_t.data()), 2 * img_elems, opt.seed + 1);
     const float t_scale = 1.0f / std::sqrt(static_cast<float>(n));  // keeps |T x| about |x|
     for (auto& v : h_t) v = make_cuComplex(v.x * t_scale, v.y * t_scale);
@@ -121,6 +120,8 @@ int main(int argc, char** argv) {
                                   static_cast<int>(tail)));
     cublasHandle_t blas;
     CUBLAS_CHECK(cublasCreate(&blas));
+    std::vector<cudaEvent_t> computed(streams);  // "this stream's last GEMM + FFT are done"
+    for (auto& e : computed) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     cudaEvent_t fork;
     CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
 
@@ -134,14 +135,9 @@ int main(int argc, char** argv) {
     auto transform = [&](int64_t s, int64_t count) {
         CUBLAS_CHECK(cublasSetStream(blas, stream[s]));
         CUBLAS_CHECK(cublasSetWorkspace(blas, d_ws[s], ws_bytes));
-        if (gemm3m)
-            CUBLAS_CHECK(cublasCgemm3mStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
-                                                     (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s],
-                                                     (int)n, (long long)img_elems, (int)count));
-        else
-            CUBLAS_CHECK(cublasCgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
-                                                   (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s],
-                                                   (int)n, (long long)img_elems, (int)count));
+        CUBLAS_CHECK(cublasCgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s], (int)n,
+                                               (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s], (int)n,
+                                               (long long)img_elems, (int)count));
     };
     // 2D FFT of every image of one slot, in place, on stream s.
     auto transform_fft = [&](int64_t s, int64_t count) {
@@ -152,8 +148,10 @@ int main(int argc, char** argv) {
 
     // ---- The pipeline: chunk c goes to stream c % k. Within a stream the work is ordered, so a
     // slot is reused only after its previous chunk's D2H finished. Stream 0 forks the others and
-    // joins them at the end, so events on stream 0 time the whole batch.
-    auto pipeline = [&](int64_t k) {
+    // joins them at the end, so events on stream 0 time the whole batch. in_order: chunk c's GEMM
+    // waits for chunk c-1's FFT, so the chunks take turns on the SMs (first come, first done)
+    // instead of the next GEMM filling the SMs while this chunk's FFT waits behind it (README).
+    auto pipeline = [&](int64_t k, bool in_order) {
         CUDA_CHECK(cudaEventRecord(fork, stream[0]));
         for (int64_t s = 1; s < k; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
         for (uint64_t c = 0; c < plan.count; ++c) {
@@ -161,8 +159,10 @@ int main(int argc, char** argv) {
             const int64_t s = static_cast<int64_t>(c % k);
             CUDA_CHECK(cudaMemcpyAsync(d_x[s], h_in + ch.first * img_elems, ch.count * img_bytes,
                                        cudaMemcpyHostToDevice, stream[s]));
+            if (in_order && c > 0) CUDA_CHECK(cudaStreamWaitEvent(stream[s], computed[(c - 1) % k], 0));
             transform(s, ch.count);
             transform_fft(s, ch.count);
+            CUDA_CHECK(cudaEventRecord(computed[s], stream[s]));
             CUDA_CHECK(cudaMemcpyAsync(h_out + ch.first * img_elems, d_y[s], ch.count * img_bytes,
                                        cudaMemcpyDeviceToHost, stream[s]));
         }
@@ -172,12 +172,14 @@ int main(int argc, char** argv) {
         }
     };
 
-    // Sequential first (one stream: copy, compute, copy, no overlap), then the real pipeline,
-    // whose output (after poisoning the host copy) is what gets verified.
+    // Sequential first (one stream: copy, compute, copy, no overlap), then k streams with the
+    // library calls free to overlap, then the real pipeline, whose output (after poisoning the
+    // host copy) is what gets verified.
     const int rep = static_cast<int>(opt.repeat);
-    const double seq_ms = lesson::time_median_ms(rep, [&] { pipeline(1); }, stream[0]);
+    const double seq_ms = lesson::time_median_ms(rep, [&] { pipeline(1, false); }, stream[0]);
+    const double free_ms = lesson::time_median_ms(rep, [&] { pipeline(streams, false); }, stream[0]);
     std::memset(h_out, 0xFF, batch * img_bytes);
-    const double pipe_ms = lesson::time_median_ms(rep, [&] { pipeline(streams); }, stream[0]);
+    const double pipe_ms = lesson::time_median_ms(rep, [&] { pipeline(streams, true); }, stream[0]);
     CUDA_CHECK(cudaDeviceSynchronize());
 
     // ---- Per-stage GPU time, one full chunk on slot 0 (its buffers hold chunk 0 by now).
@@ -189,7 +191,6 @@ int main(int argc, char** argv) {
     //  (2) every image: row 0 and one random row of its spectrum, from the identity
     //      row u of FFT2(T X) = FFT1( row u of (F T) * X ), F the DFT matrix: O(n^2) per row;
     //  (3) every image: the sum of its spectrum = n^2 * (T X)[0][0] (NaN poison anywhere fails it).
-    const size_t img_floats = 2 * img_elems;
     auto image_of_chunk = [&](int64_t i) {  // the random image checked in full for the i-th sampled chunk
         const lesson::Chunk ch = plan.at(static_cast<uint64_t>(i * static_cast<int64_t>(plan.count) / nfull));
         return static_cast<int64_t>(ch.first + verify::splitmix64(opt.seed + 77 * i) % ch.count);
@@ -197,45 +198,39 @@ int main(int argc, char** argv) {
     if (opt.inject_fault)  // into an image that is checked in full, so the check must see it
         verify::inject_fault(reinterpret_cast<float*>(h_out + image_of_chunk(0) * img_elems), img_floats, opt.seed);
     const float* t_f = reinterpret_cast<const float*>(h_t.data());
-    auto full_reference = [&](int64_t img) {
+    auto gpu_image = [&](int64_t img) { return reinterpret_cast<const float*>(h_out + img * img_elems); };
+    auto full_reference = [&](int64_t img) {  // double: Y = T X, then the 2D FFT of Y
         std::vector<cplx> ref(img_elems);
         verify::complex_matmul_reference(t_f, reinterpret_cast<const float*>(h_in + img * img_elems), ref.data(), n, n, n);
         verify::fft2d(ref.data(), N, N, verify::kForward);
         return ref;
     };
     lesson::HostTimer verify_timer;
-    // (1) The first sample alone: the single-threaded reference time, and the error scale for all.
+    // (1) The first sample alone: the single-threaded reference time, and the error scale for all;
+    // then the others, one image per host thread at a time.
     lesson::HostTimer one_timer;
     std::vector<cplx> ref0 = full_reference(image_of_chunk(0));
     const double cpu_ms = one_timer.ms();
     const double* ref0_d = reinterpret_cast<const double*>(ref0.data());
     verify::Comparer full(1e-4, verify::rms(ref0_d, img_floats));
-    full.add(reinterpret_cast<const float*>(h_out + image_of_chunk(0) * img_elems), ref0_d, img_floats,
-             image_of_chunk(0) * img_floats);
+    full.add(gpu_image(image_of_chunk(0)), ref0_d, img_floats, image_of_chunk(0) * img_floats);
     std::mutex full_mutex;
-    std::atomic<int64_t> next{1};
-    auto worker = [&] {  // the other samples, one single-threaded reference per thread at a time
-        for (int64_t i; (i = next++) < nfull;) {
-            const int64_t img = image_of_chunk(i);
-            std::vector<cplx> ref = full_reference(img);
-            std::lock_guard<std::mutex> lock(full_mutex);
-            full.add(reinterpret_cast<const float*>(h_out + img * img_elems), reinterpret_cast<const double*>(ref.data()),
-                     img_floats, img * img_floats);
-        }
-    };
-    std::vector<std::thread> pool;
-    for (int64_t w = 0; w < nthreads; ++w) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
+    verify::parallel_for(nfull - 1, [&](int64_t i) {
+        const int64_t img = image_of_chunk(i + 1);
+        const std::vector<cplx> ref = full_reference(img);
+        std::lock_guard<std::mutex> lock(full_mutex);
+        full.add(gpu_image(img), reinterpret_cast<const double*>(ref.data()), img_floats, img * img_floats);
+    });
     // (2) and (3): FT = F * T (every column of T transformed), then two rows and one sum per image.
     std::vector<cplx> ft = verify::to_cplx(t_f, img_elems);
     verify::fft_columns(ft.data(), N, N, verify::kForward);
     const verify::Fft1d row_fft(N);
     std::vector<cplx> row_ref(2 * batch * N), sum_ref(batch);
     std::vector<cuComplex> row_gpu(2 * batch * N), sum_gpu(batch);
-    for (int64_t b = 0; b < batch; ++b) {
+    verify::parallel_for(batch, [&](int64_t b) {
         const float* x = reinterpret_cast<const float*>(h_in + b * img_elems);
         const cuComplex* z = h_out + b * img_elems;
-        const int64_t rows[2] = {0, n > 1 ? 1 + static_cast<int64_t>(verify::splitmix64(opt.seed * 31 + b) % (n - 1)) : 0};
+        const int64_t rows[2] = {0, 1 + static_cast<int64_t>(verify::splitmix64(opt.seed * 31 + b) % (n - 1))};
         for (int r = 0; r < 2; ++r) {
             cplx* ref = row_ref.data() + (2 * b + r) * N;
             verify::complex_vecmat_reference(ft.data() + rows[r] * N, x, ref, n, n);
@@ -247,7 +242,7 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < img_elems; ++i) zsum += cplx(z[i].x, z[i].y);
         sum_ref[b] = y00 * static_cast<double>(img_elems);
         sum_gpu[b] = make_cuComplex(static_cast<float>(zsum.real()), static_cast<float>(zsum.imag()));
-    }
+    });
     const double verify_ms = verify_timer.ms();
     char what[200];
     std::snprintf(what, sizeof what, "%lld whole images in full (one random image in each of %lld chunks) vs double CGEMM + 2D FFT",
@@ -264,6 +259,7 @@ int main(int argc, char** argv) {
     const lesson::LinkRates link = lesson::measure_link_gbps(static_cast<size_t>(chunk_bytes), true);
     const double bound_ms = lesson::link_bound_ms(batch_bytes, batch_bytes, link);
     const double bound_gbps = 2.0 * batch_bytes / (bound_ms * 1e6);
+    const double compute_ms = static_cast<double>(plan.count) * (gemm_ms + fft_ms);  // the SMs' share of the work
     const double d2d = lesson::measure_d2d_gbps(prop);
     report.ceiling("H2D pinned, one chunk", link.h2d, "GB/s");
     report.ceiling("D2H pinned, one chunk", link.d2h, "GB/s");
@@ -271,26 +267,28 @@ int main(int argc, char** argv) {
     report.ceiling("PCIe bound of the batch (in + out)", bound_gbps, "GB/s");
     report.ceiling("device-to-device cudaMemcpy", d2d, "GB/s");
     const double flops = 8.0 * n * n * n * chunk;  // a complex multiply-add is 8 real flops
-    report.variant(std::string(gemm3m ? "Cgemm3m" : "Cgemm") + "StridedBatched, one chunk", gemm_ms,
-                   flops / (gemm_ms * 1e9), "GFLOP/s");
+    report.variant("CgemmStridedBatched, one chunk", gemm_ms, flops / (gemm_ms * 1e9), "TFLOP/s");
     report.variant("cufftExecC2C 2D, one chunk (read + write)", fft_ms, 2.0 * chunk_bytes / (fft_ms * 1e6), "GB/s", d2d,
                    "D2D copy");
-    report.variant("pipeline, 1 stream (no overlap)", seq_ms, 2.0 * batch_bytes / (seq_ms * 1e6), "GB/s", bound_gbps,
-                   "PCIe bound");
-    const std::string pname = "pipeline, " + std::to_string(streams) + " streams";
-    report.variant(pname, pipe_ms, 2.0 * batch_bytes / (pipe_ms * 1e6), "GB/s", bound_gbps, "PCIe bound");
+    auto gbps = [&](double ms) { return 2.0 * batch_bytes / (ms * 1e6); };
+    const std::string k = std::to_string(streams) + " streams";
+    report.variant("pipeline, 1 stream (no overlap)", seq_ms, gbps(seq_ms), "GB/s", bound_gbps, "PCIe bound");
+    report.variant("pipeline, " + k + ", calls free to overlap", free_ms, gbps(free_ms), "GB/s", bound_gbps, "PCIe bound");
+    report.variant("pipeline, " + k + ", compute in chunk order", pipe_ms, gbps(pipe_ms), "GB/s", bound_gbps, "PCIe bound");
     report.metric("PCIe bound of the batch", bound_ms, "ms");
+    report.metric("GPU compute of the batch (chunks x (GEMM + FFT))", compute_ms, "ms");
+    report.metric("pipeline / max(PCIe bound, GPU compute)", std::max(bound_ms, compute_ms) / pipe_ms, "");
     report.metric("GPU compute per chunk (GEMM + FFT)", gemm_ms + fft_ms, "ms");
     report.metric("transfer per chunk at the both-ways rate", 2.0 * chunk_bytes / (link.both * 1e6), "ms");
     report.metric("speedup over 1 stream", seq_ms / pipe_ms, "x");
-    report.metric("host: generate inputs (not timed above)", generate_ms, "ms");
-    report.metric("host: verify, all checks (threads for (1))", verify_ms, "ms");
-    report.metric("host: threads used for (1)", static_cast<double>(nthreads), "");
-    report.note("GEMM flops counted as 8*n^3 per image (a complex multiply-add is 8 real flops)" +
-                std::string(gemm3m ? "; Cgemm3m does 3/4 of them, so its rate is an effective one" : ""));
+    report.metric("host: generate inputs, threads (not timed)", generate_ms, "ms");
+    report.metric("host: verify, all checks, threads", verify_ms, "ms");
+    report.metric("host: threads", static_cast<double>(nthreads), "");
+    report.note("GEMM flops counted as 8*n^3 per image (a complex multiply-add is 8 real flops)");
+    report.note("the single-threaded CPU reference time is for ONE image (double CGEMM + 2D FFT)");
     char key[128];
-    std::snprintf(key, sizeof key, "%s %.1f GB/s, n=%lld batch=%lld", pname.c_str(), 2.0 * batch_bytes / (pipe_ms * 1e6),
-                  (long long)n, (long long)batch);
+    std::snprintf(key, sizeof key, "pipeline, %s %.1f GB/s, n=%lld batch=%lld", k.c_str(), gbps(pipe_ms), (long long)n,
+                  (long long)batch);
     report.key_result(key, bound_ms / pipe_ms, "PCIe bound");
 
     // ---- Free everything.
@@ -304,6 +302,7 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaFree(d_y[s]));
         CUDA_CHECK(cudaFree(d_ws[s]));
     }
+    for (auto& e : computed) CUDA_CHECK(cudaEventDestroy(e));
     CUDA_CHECK(cudaEventDestroy(fork));
     CUDA_CHECK(cudaFree(d_t));
     CUDA_CHECK(cudaFreeHost(h_in));

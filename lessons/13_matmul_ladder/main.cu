@@ -322,13 +322,12 @@ sgemmDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const floa
 // cp.async copies global -> shared without passing through registers, so
 // STAGES-1 tiles are in flight while the FMAs run on the current one.
 // ===========================================================================
-__device__ __forceinline__ void cp_async_4(float* smem, const float* gmem, bool valid) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 4 : 0));
+// `dst` is a shared-memory address (__cvta_generic_to_shared), computed once per thread.
+__device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, bool valid) {  // zero-fills if !valid
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_16(float* smem, const float* gmem, int src_bytes) {  // zero-fills past src_bytes
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, int src_bytes) {  // zero-fills past src_bytes
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
@@ -348,7 +347,10 @@ struct WarpTiling {
     static_assert(LM * LN == 32, "a warp's lanes must tile the warp tile");
     static_assert(TM % 4 == 0 && TN % 4 == 0, "lane tiles are made of 4 x 4 sub-tiles");
     static_assert(BM % WM == 0 && BN % WN == 0 && BM % 32 == 0, "warp tiles must tile the block tile");
-    static_assert(BK % 8 == 0 && (BM * BK) % THREADS == 0 && (BK * BN / 4) % THREADS == 0,
+    // Copy plan: A in runs of 8 consecutive k per row, A_STEP rows apart; B in float4s, B_STEP rows apart.
+    static constexpr int A_STEP = THREADS / 8, A_ROWS = BM / A_STEP;
+    static constexpr int B_STEP = THREADS / (BN / 4), B_ROWS = BK / B_STEP;
+    static_assert(BK % 8 == 0 && BM % A_STEP == 0 && THREADS % (BN / 4) == 0 && BK % B_STEP == 0,
                   "tile copies must split evenly over the threads");
     static_assert(STAGES >= 2, "a pipeline needs two stages");
 };
@@ -357,72 +359,97 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
-    constexpr int LM = Cfg::LM, LN = Cfg::LN, LDA = Cfg::LDA, LDB = Cfg::LDB, NT = Cfg::THREADS;
+    constexpr int LM = Cfg::LM, LN = Cfg::LN, LDA = Cfg::LDA, LDB = Cfg::LDB;
     extern __shared__ __align__(16) float smem[];
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int wm = (warp / (BN / Cfg::WN)) * Cfg::WM, wn = (warp % (BN / Cfg::WN)) * Cfg::WN;  // warp tile origin
     const int lm = (lane / LN) * 4, ln = (lane % LN) * 4;  // lane's first sub-tile inside the warp tile
     const bool vecB = N % 4 == 0 && aligned16(B), vecC = N % 4 == 0 && aligned16(C);
+    const bool inside = m0 + BM <= M && n0 + BN <= N && vecB;  // no edge in M or N, 16-byte B rows
 
-    // Issues the copies of k tile `tile` into stage `s`; zero-filled outside the matrices.
-    auto load = [&](int tile, int s) {
-        float* As = smem + s * Cfg::STAGE_FLOATS;
-        float* Bs = As + BK * LDA;
+    // This thread's copy plan, fixed for the whole k loop: A elements (row ra + j * A_STEP,
+    // column ka + 8c) and B float4s (row rb + j * B_STEP, columns nb..nb+3) of each tile.
+    const int ka = t % 8, ra = t / 8, nb = (t % (BN / 4)) * 4, rb = t / (BN / 4);
+    const unsigned a_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + ka * LDA + ra));
+    const unsigned b_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + BK * LDA + rb * LDB + nb));
+    const float* a_src = A + size_t(min(m0 + ra, M - 1)) * K + ka;  // advanced by BK per tile
+    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - 1);  // advanced by BK rows per tile
+    const int a_step = Cfg::A_STEP * K, b_step = Cfg::B_STEP * N;    // < 2^31: M, N, K <= 16384
+
+    // Issues the copies of k tile `tile` into the stage at float offset `stage`; zero-filled
+    // outside the matrices. A is written transposed (As[k][m]) with 4-byte copies: 8 lanes take 8
+    // consecutive k of one row (one 32-byte sector), and the padded row (BM + 4) puts a warp's 32
+    // stores in 32 banks. B keeps its layout and moves 16 bytes per copy.
+    auto load = [&](int tile, int stage) {
+        const unsigned as = a_dst + 4u * stage, bs = b_dst + 4u * stage;
         const int k0 = tile * BK;
-        // A is written transposed (As[k][m]) with 4-byte copies: 8 lanes take 8 consecutive k of
-        // one row (one 32-byte sector), and the padded row (BM + 4) puts a warp's 32 stores in 32 banks.
+        if (inside && k0 + BK <= K) {  // the common case: the whole tile is inside, no checks
 #pragma unroll
-        for (int i = 0; i < BM * BK / NT; ++i) {
-            const int e = t + i * NT;
-            const int m = (e / 8) % BM, k = (e / (8 * BM)) * 8 + e % 8;
-            const bool in = m0 + m < M && k0 + k < K;
-            cp_async_4(&As[k * LDA + m], in ? A + size_t(m0 + m) * K + k0 + k : A, in);
-        }
-        // B keeps its layout: 16-byte copies when rows are 16-byte aligned, else 4-byte ones.
+            for (int c = 0; c < BK / 8; ++c)
 #pragma unroll
-        for (int i = 0; i < BK * BN / 4 / NT; ++i) {
-            const int e = t + i * NT;
-            const int k = e / (BN / 4), n = (e % (BN / 4)) * 4, gk = k0 + k, gn = n0 + n;
-            if (vecB) {
-                const int valid = gk < K ? min(max(N - gn, 0), 4) : 0;  // floats inside the matrix
-                cp_async_16(&Bs[k * LDB + n], valid > 0 ? B + size_t(gk) * N + gn : B, valid * 4);
-            } else {
+                for (int j = 0; j < Cfg::A_ROWS; ++j)
+                    cp_async_4(as + 4u * (c * 8 * LDA + j * Cfg::A_STEP), a_src + j * a_step + c * 8, true);
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const bool in = gk < K && gn + j < N;
-                    cp_async_4(&Bs[k * LDB + n + j], in ? B + size_t(gk) * N + gn + j : B, in);
+            for (int j = 0; j < Cfg::B_ROWS; ++j) cp_async_16(bs + 4u * (j * Cfg::B_STEP * LDB), b_src + j * b_step, 16);
+        } else {
+#pragma unroll
+            for (int c = 0; c < BK / 8; ++c)  // a tile on an edge: every copy checks its element
+#pragma unroll
+                for (int j = 0; j < Cfg::A_ROWS; ++j) {
+                    const int gm = m0 + ra + j * Cfg::A_STEP, gk = k0 + c * 8 + ka;
+                    const bool in = gm < M && gk < K;
+                    cp_async_4(as + 4u * (c * 8 * LDA + j * Cfg::A_STEP), in ? A + size_t(gm) * K + gk : A, in);
+                }
+#pragma unroll
+            for (int j = 0; j < Cfg::B_ROWS; ++j) {
+                const int gk = k0 + rb + j * Cfg::B_STEP, gn = n0 + nb;
+                const unsigned dst = bs + 4u * (j * Cfg::B_STEP * LDB);
+                if (vecB) {
+                    const int valid = gk < K ? min(max(N - gn, 0), 4) : 0;  // floats inside the matrix
+                    cp_async_16(dst, valid > 0 ? B + size_t(gk) * N + gn : B, valid * 4);
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const bool in = gk < K && gn + q < N;
+                        cp_async_4(dst + 4u * q, in ? B + size_t(gk) * N + gn + q : B, in);
+                    }
                 }
             }
         }
+        a_src += BK;
+        b_src += size_t(BK) * N;
     };
 
     float acc[TM][TN] = {};
     const int tiles = (K + BK - 1) / BK;
     for (int s = 0; s < Cfg::STAGES - 1; ++s) {  // prologue: fill STAGES-1 stages
-        if (s < tiles) load(s, s);
+        if (s < tiles) load(s, s * Cfg::STAGE_FLOATS);
         cp_async_commit();  // one group per stage, even when empty, so the counting below holds
     }
+    constexpr int LAST = (Cfg::STAGES - 1) * Cfg::STAGE_FLOATS;
+    int read = 0, write = LAST;  // float offsets of the stage computed now and of the stage refilled now
     for (int tile = 0; tile < tiles; ++tile) {
         cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of `tile` have landed ...
-        __syncthreads();                   // ... and everyone's; and nobody still reads the stage refilled next
-        const int next = tile + Cfg::STAGES - 1;
-        if (next < tiles) load(next, next % Cfg::STAGES);
+        __syncthreads();                   // ... and everyone's; and nobody still reads stage `write`
+        if (tile + Cfg::STAGES - 1 < tiles) load(tile + Cfg::STAGES - 1, write);
         cp_async_commit();
-        const float* As = smem + (tile % Cfg::STAGES) * Cfg::STAGE_FLOATS;
-        const float* Bs = As + BK * LDA;
+        const float* As = smem + read + wm + lm;
+        const float* Bs = smem + read + BK * LDA + wn + ln;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float a[TM], b[TN];
 #pragma unroll
-            for (int i = 0; i < TM / 4; ++i) put4(&a[4 * i], lds4(&As[k * LDA + wm + i * LM * 4 + lm]));
+            for (int i = 0; i < TM / 4; ++i) put4(&a[4 * i], lds4(&As[k * LDA + i * LM * 4]));
 #pragma unroll
-            for (int j = 0; j < TN / 4; ++j) put4(&b[4 * j], lds4(&Bs[k * LDB + wn + j * LN * 4 + ln]));
+            for (int j = 0; j < TN / 4; ++j) put4(&b[4 * j], lds4(&Bs[k * LDB + j * LN * 4]));
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
+        read = read == LAST ? 0 : read + Cfg::STAGE_FLOATS;
+        write = write == LAST ? 0 : write + Cfg::STAGE_FLOATS;
     }
     cp_async_wait<0>();  // no copy in flight when the block exits
 

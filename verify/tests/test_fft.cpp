@@ -143,3 +143,14 @@ TEST_CASE("complex vecmat: equals one row of the matmul", "[fft]") {
     verify::complex_vecmat_reference(a3.data(), b.data(), row.data(), N, K);
     for (int64_t j = 0; j < N; ++j) CHECK(std::abs(row[j] - c[3 * N + j]) < 1e-12);
 }
+
+TEST_CASE("parallel_for: every index exactly once, any thread count", "[fft]") {
+    for (int64_t threads : {0, 1, 3, 64}) {
+        std::vector<int> hits(1000, 0);
+        verify::parallel_for(1000, [&](int64_t i) { hits[i] += 1; }, threads);
+        for (int h : hits) CHECK(h == 1);
+    }
+    int calls = 0;
+    verify::parallel_for(0, [&](int64_t) { ++calls; });
+    CHECK(calls == 0);
+}

@@ -12,11 +12,15 @@
 //   fft2d           rows, then columns
 //   complex_matmul_reference   C = A * B for complex row-major matrices
 //   complex_vecmat_reference   one row of such a product, v * B
+//   parallel_for    spreads whole images over host threads (each image's
+//                   reference itself stays single-threaded)
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace verify {
@@ -200,6 +204,23 @@ inline void complex_vecmat_reference(const cplx* v, const float* B, cplx* out, i
         }
     }
     for (int64_t j = 0; j < N; ++j) out[j] = cplx(re[j], im[j]);
+}
+
+// Calls fn(i) for every i in [0, count), on up to `threads` host threads (0 =
+// all cores), each taking the next index when it is free. fn must be safe to
+// run concurrently for different i (write to separate places, or lock).
+template <class Fn>
+void parallel_for(int64_t count, Fn&& fn, int64_t threads = 0) {
+    if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    threads = std::min(threads, count);
+    std::atomic<int64_t> next{0};
+    auto work = [&] {
+        for (int64_t i; (i = next++) < count;) fn(i);
+    };
+    std::vector<std::thread> pool;
+    for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();  // this thread works too
+    for (auto& th : pool) th.join();
 }
 
 }  // namespace verify
