@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     const double pipe_ms = lesson::time_median_ms(rep, [&] { pipeline(streams, true); }, stream[0]);
     CUDA_CHECK(cudaDeviceSynchronize());
 
-    // ---- Per-stage GPU time, one full chunk on slot 0 (its buffers hold chunk 0 by now).
+    // ---- Per-stage GPU time, one full chunk on slot 0 (its buffers were written by the runs above).
     const double gemm_ms = lesson::time_median_ms(rep, [&] { transform(0, chunk); }, stream[0]);
     const double fft_ms = lesson::time_median_ms(rep, [&] { transform_fft(0, chunk); }, stream[0]);
 

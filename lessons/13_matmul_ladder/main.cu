@@ -611,8 +611,8 @@ int main(int argc, char** argv) {
                     "SGEMM C = A*B (fp32, row-major): seven hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
-    cli.add_int("m", &m, 1, 16384, "rows of A and C (default: --n)", 256);
-    cli.add_int("k", &k, 1, 16384, "columns of A, rows of B (default: --n)", 256);
+    cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
+    cli.add_int("k", &k, 1, 16384, "columns of A, rows of B (equal to --n unless given)", 256);
     cli.add_switch("sweep", &sweep, "also time rung 7 in every tile configuration of its sweep table");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
