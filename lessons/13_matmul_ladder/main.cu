@@ -421,7 +421,18 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
         b_src += size_t(BK) * N;
     };
 
+    // Fragments of step k of the stage at float offset `stage`: TM values of A, TN of B (LDS.128 each 4).
+    auto fragments = [&](int stage, int k, float (&a)[TM], float (&b)[TN]) {
+        const float* As = smem + stage + k * LDA + wm + lm;
+        const float* Bs = smem + stage + BK * LDA + k * LDB + wn + ln;
+#pragma unroll
+        for (int i = 0; i < TM / 4; ++i) put4(&a[4 * i], lds4(As + i * LM * 4));
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j) put4(&b[4 * j], lds4(Bs + j * LN * 4));
+    };
+
     float acc[TM][TN] = {};
+    float a[2][TM], b[2][TN];  // register double buffer: step k's fragments feed the FMAs while k+1's load
     const int tiles = (K + BK - 1) / BK;
     for (int s = 0; s < Cfg::STAGES - 1; ++s) {  // prologue: fill STAGES-1 stages
         if (s < tiles) load(s, s * Cfg::STAGE_FLOATS);
@@ -429,27 +440,29 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
     }
     constexpr int LAST = (Cfg::STAGES - 1) * Cfg::STAGE_FLOATS;
     int read = 0, write = LAST;  // float offsets of the stage computed now and of the stage refilled now
+    cp_async_wait<Cfg::STAGES - 2>();
+    __syncthreads();
+    fragments(read, 0, a[0], b[0]);
     for (int tile = 0; tile < tiles; ++tile) {
-        cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of `tile` have landed ...
-        __syncthreads();                   // ... and everyone's; and nobody still reads stage `write`
+        // Refill the stage of tile-1: every thread is past it (the barrier at the end of tile-1).
         if (tile + Cfg::STAGES - 1 < tiles) load(tile + Cfg::STAGES - 1, write);
         cp_async_commit();
-        const float* As = smem + read + wm + lm;
-        const float* Bs = smem + read + BK * LDA + wn + ln;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM / 4; ++i) put4(&a[4 * i], lds4(&As[k * LDA + i * LM * 4]));
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j) put4(&b[4 * j], lds4(&Bs[k * LDB + j * LN * 4]));
+            if (k < BK - 1) {
+                fragments(read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
+            } else {  // last step: switch stages before its FMAs, so they hide the next tile's first loads
+                cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of tile+1 have landed ...
+                __syncthreads();                   // ... and everyone's; and nobody reads stage `read` any more
+                read = read == LAST ? 0 : read + Cfg::STAGE_FLOATS;
+                write = write == LAST ? 0 : write + Cfg::STAGE_FLOATS;
+                if (tile + 1 < tiles) fragments(read, 0, a[0], b[0]);
+            }
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
         }
-        read = read == LAST ? 0 : read + Cfg::STAGE_FLOATS;
-        write = write == LAST ? 0 : write + Cfg::STAGE_FLOATS;
     }
     cp_async_wait<0>();  // no copy in flight when the block exits
 
@@ -520,8 +533,16 @@ static void launchWarpTiled(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-// The default rung 7 (chosen with --sweep on an H200): BM, BN, BK, WM, WN, TM, TN, STAGES, MIN_BLOCKS.
-using Rung7 = WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>;
+// The default rung 7, the fastest of the --sweep table at 4096^3 on an H200 (README.md):
+// BM, BN, BK, WM, WN, TM, TN, STAGES, MIN_BLOCKS.
+using Rung7 = WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>;
+
+template <class Cfg>
+static std::string tilesText() {  // "BMxBNxBK wWMxWN tTMxTN sSTAGES", as in the sweep table
+    return std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + " w" +
+           std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + " t" + std::to_string(Cfg::TM) + "x" +
+           std::to_string(Cfg::TN) + " s" + std::to_string(Cfg::STAGES);
+}
 
 struct Rung {
     const char* name;
@@ -547,9 +568,11 @@ static const Rung kSweep[] = {
     {"7: 128x128x8 w64x64 t16x8 s3", launchWarpTiled<WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>>},
     {"7: 128x128x8 w64x64 t16x8 s4", launchWarpTiled<WarpTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>>},
     {"7: 128x128x16 w64x64 t16x8 s3", launchWarpTiled<WarpTiling<128, 128, 16, 64, 64, 16, 8, 3, 2>>},
+    {"7: 128x128x16 w64x64 t16x8 s4", launchWarpTiled<WarpTiling<128, 128, 16, 64, 64, 16, 8, 4, 2>>},
     {"7: 128x128x8 w64x64 t8x16 s3", launchWarpTiled<WarpTiling<128, 128, 8, 64, 64, 8, 16, 3, 2>>},
     {"7: 128x256x8 w64x64 t16x8 s3", launchWarpTiled<WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>>},
     {"7: 256x128x8 w64x64 t16x8 s3", launchWarpTiled<WarpTiling<256, 128, 8, 64, 64, 16, 8, 3, 1>>},
+    {"7: 128x256x16 w64x64 t16x8 s3", launchWarpTiled<WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>},
 };
 
 struct Shape {
@@ -639,7 +662,7 @@ int main(int argc, char** argv) {
     report.config("N", n);
     report.config("K", k);
     report.config("check_shapes", checks[0].text() + ", " + checks[1].text() + ", " + checks[2].text());
-    report.config("rung7_tiles", "128x128x8 w64x64 t16x8 s3");
+    report.config("rung7_tiles", tilesText<Rung7>());
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
     report.config("tolerance_rel_l2", kTol);
