@@ -323,6 +323,10 @@ sgemmDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const floa
 // STAGES-1 tiles are in flight while the FMAs run on the current one.
 // ===========================================================================
 // `dst` is a shared-memory address (__cvta_generic_to_shared), computed once per thread.
+// cp.async exists from sm_80 (Ampere) on; older GPUs (Turing) get plain,
+// synchronous copies with the same zero-fill, so the file builds for every
+// architecture (the __syncthreads after each stage orders them all the same).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, bool valid) {  // zero-fills if !valid
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
 }
@@ -332,6 +336,21 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, int 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+#else
+__device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, bool valid) {
+    float v = valid ? *src : 0.0f;
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(v) : "memory");
+}
+__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, int src_bytes) {
+    float v[4];
+    for (int i = 0; i < 4; ++i) v[i] = (4 * i < src_bytes) ? src[i] : 0.0f;
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {}
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {}
+#endif
 
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int STAGES_, int MIN_BLOCKS_>
 struct WarpTiling {
