@@ -75,7 +75,8 @@ fi
 
 fails=0
 table=()
-row() { table+=("$(printf '%-28s %-7s %-46s %-22s %7s  %s' "$@")"); }
+# Fixed-width columns first, the free-length key metric last.
+row() { table+=("$(printf '%-28s %-7s %7s  %-16s %-36s %s' "$1" "$2" "$5" "$6" "$4" "$3")"); }
 row "lesson" "result" "key metric" "of ceiling" "seconds" "fault check"
 for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
