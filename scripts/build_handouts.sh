@@ -17,15 +17,7 @@ H="$ROOT/scripts/handouts"
 missing=()
 for tool in pandoc weasyprint pdfinfo pdftotext; do command -v $tool >/dev/null || missing+=($tool); done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "build_handouts.sh: installing pandoc, weasyprint, poppler-utils with apt-get (missing: ${missing[*]})"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null; }
-  else
-    echo "build_handouts.sh: missing ${missing[*]}; install with: sudo apt-get install pandoc weasyprint poppler-utils" >&2
-    exit 77
-  fi
+  bash "$ROOT/scripts/apt_install.sh" "the handouts (missing: ${missing[*]})" pandoc weasyprint poppler-utils || exit 77
 fi
 
 embed=(--self-contained)

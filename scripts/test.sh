@@ -12,27 +12,10 @@ have_catch2() {
   [ -f /usr/include/catch2/catch.hpp ] || [ -f /usr/include/catch2/catch_test_macros.hpp ] ||
   [ -f /usr/local/include/catch2/catch.hpp ] || [ -f /usr/local/include/catch2/catch_test_macros.hpp ]
 }
-if ! have_catch2; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "test.sh: Catch2 is missing; installing it with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q catch2 >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q catch2 >/dev/null; }
-  else
-    echo "test.sh: Catch2 is missing; install it with: sudo apt-get install catch2" >&2
-    exit 1
-  fi
-fi
-
-# The handout test renders PDFs: pandoc, weasyprint and poppler-utils.
+have_catch2 || bash scripts/apt_install.sh "the unit tests" catch2 || exit 1
+# The handout test renders PDFs (it reports SKIP when these are missing).
 if ! command -v pandoc >/dev/null || ! command -v weasyprint >/dev/null || ! command -v pdftotext >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "test.sh: installing pandoc, weasyprint and poppler-utils with apt-get (for the handout test)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q pandoc weasyprint poppler-utils >/dev/null; }
-  else
-    echo "test.sh: the handout test needs: sudo apt-get install pandoc weasyprint poppler-utils (it will SKIP)" >&2
-  fi
+  bash scripts/apt_install.sh "the handout test" pandoc weasyprint poppler-utils || true
 fi
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

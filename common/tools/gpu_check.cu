@@ -13,8 +13,8 @@ int main() {
     for (int i = 0; i < count; ++i) {
         cudaDeviceProp p{};
         if (cudaGetDeviceProperties(&p, i) != cudaSuccess) return 77;
-        std::printf("GPU %d: %s (cc %d.%d, %d SMs, %.1f GB)\n", i, p.name, p.major, p.minor,
-                    p.multiProcessorCount, p.totalGlobalMem / 1e9);
+        std::printf("GPU %d: %s (cc %d.%d, %d SMs, %.1f GB, L2 %.1f MiB)\n", i, p.name, p.major, p.minor,
+                    p.multiProcessorCount, p.totalGlobalMem / 1e9, p.l2CacheSize / 1048576.0);
     }
     return 0;
 }
