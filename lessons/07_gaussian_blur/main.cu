@@ -3,7 +3,8 @@
 //
 // Part 1 blurs one large image twice: a naive kernel that reads its 9
 // neighbours from global memory, and a tiled kernel that first loads a
-// (TILE+2)^2 tile with its halo (corners included) into shared memory.
+// (TILE_W+2) x (TILE_H+2) tile with its halo (corners included) into shared memory,
+// and loads its next tile while it blurs this one.
 // Part 2 pushes a batch of small images through 3 streams in chunks, pinned
 // host memory, one launch per chunk (blockIdx.z = image) against one launch per
 // image. Border rule everywhere: clamp-to-edge. See README.md.
@@ -25,8 +26,11 @@
 #include "verify/compare.h"
 #include "verify/random.h"
 
-constexpr int TILE = 64;  // each block of the tiled kernel writes a TILE x TILE block of pixels
-constexpr int ROWS = 8;   // with TILE x ROWS threads: each thread writes TILE / ROWS pixels of one column
+constexpr int TILE_W = 128;        // a tile is TILE_W x TILE_H output pixels, one block of TILE_W x ROWS threads
+constexpr int ROWS = 4;           // thread rows per block
+constexpr int PER = 8;            // output pixels per thread, one column of PER consecutive rows
+constexpr int BLOCKS_PER_SM = 3;  // tiled blocks that must fit on one SM: caps registers per thread
+constexpr int TILE_H = ROWS * PER;
 
 // [1 2 1] along a row; the 3x3 kernel is [1 2 1]^T [1 2 1] / 16.
 __device__ __forceinline__ float taps121(float l, float c, float r) { return l + 2.0f * c + r; }
@@ -48,53 +52,68 @@ __global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ o
     out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
 }
 
-// One block per TILE x TILE output tile of image blockIdx.z (images stored back to back).
-// 1. All threads load the (TILE+2) x (TILE+2) input tile, halo and its four corners
-//    included, clamped at the image border. 2. __syncthreads(). 3. Each thread blurs
-//    a column of TILE / ROWS consecutive pixels from shared memory.
-__global__ void __launch_bounds__(TILE * ROWS)
+// The image blockIdx.z (images stored back to back) is cut into TILE_W x TILE_H tiles, numbered
+// row by row; block b blurs tiles b, b + gridDim.x, ... (a grid-stride loop over tiles). Per tile:
+// 1. store the (TILE_W+2) x (TILE_H+2) input tile, halo and its four corners included, from
+//    registers into shared memory; 2. __syncthreads(); 3. issue the loads of the block's next tile
+//    into registers; 4. blur this tile from shared memory while those loads are in flight.
+// Two shared buffers take turns, so one barrier per tile is enough.
+__global__ void __launch_bounds__(TILE_W * ROWS, BLOCKS_PER_SM)
 blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
-    __shared__ float tile[TILE + 2][TILE + 2];
+    __shared__ float tile[2][TILE_H + 2][TILE_W + 2];
     const size_t image = static_cast<size_t>(blockIdx.z) * width * height;
     in += image;
     out += image;
-    const int x0 = blockIdx.x * TILE, y0 = blockIdx.y * TILE;  // top-left output pixel of this tile
-    // Number the (TILE+2)^2 shared cells row by row; the block's threads stride over all of them,
-    // so the halo and its four corners are loaded like any other cell. Cell i = (r, c) holds
-    // input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
-    constexpr int SIDE = TILE + 2, CELLS = SIDE * SIDE, THREADS = TILE * ROWS;
+    const int tilesAcross = (width + TILE_W - 1) / TILE_W;
+    const int tiles = tilesAcross * ((height + TILE_H - 1) / TILE_H);
+    // Number the shared cells row by row; the block's threads stride over all of them, so the
+    // halo and its four corners are loaded like any other cell. Cell i = (r, c) of tile k holds
+    // input pixel (x0 + c - 1, y0 + r - 1), clamped to the image, (x0, y0) = tile k's top left.
+    constexpr int SIDE = TILE_W + 2, CELLS = SIDE * (TILE_H + 2), THREADS = TILE_W * ROWS;
     constexpr int PASSES = (CELLS + THREADS - 1) / THREADS;  // cells per thread, rounded up
-    const int t = threadIdx.y * TILE + threadIdx.x;
-    auto pixel = [&](int i) {
-        return in[static_cast<size_t>(clampToEdge(y0 + i / SIDE - 1, height)) * width + clampToEdge(x0 + i % SIDE - 1, width)];
+    const int t = threadIdx.y * TILE_W + threadIdx.x;
+    float v[PASSES];  // this thread's cells of the tile in flight
+    // All PASSES loads are issued back to back, so they wait for memory together (README, "What
+    // to observe"). In the last pass, a cell number past the tile's last cell still gives a valid
+    // (clamped) address, so it loads without a branch; only its store is skipped.
+    auto load = [&](int k) {
+        const int left = (k % tilesAcross) * TILE_W - 1, top = (k / tilesAcross) * TILE_H - 1;  // cell (0, 0)
+        int r = t / SIDE, c = t % SIDE;  // cell t + p * THREADS, stepped pass by pass
+#pragma unroll
+        for (int p = 0; p < PASSES; ++p) {
+            v[p] = in[static_cast<size_t>(clampToEdge(top + r, height)) * width + clampToEdge(left + c, width)];
+            r += THREADS / SIDE;
+            c += THREADS % SIDE;
+            if (c >= SIDE) c -= SIDE, ++r;
+        }
     };
-    // All loads first, then all stores, so that PASSES loads per thread are in flight at once:
-    // what a memory-bound kernel needs (README, "What to observe"). In the last pass the cell
-    // number is clamped (a valid load, no branch) and only the store is skipped.
-    float v[PASSES];
+    const int first = blockIdx.x, step = gridDim.x;
+    if (first < tiles) load(first);
+    int b = 0;  // the shared buffer of this tile
+    for (int k = first; k < tiles; k += step, b ^= 1) {  // the same trip count in every thread
 #pragma unroll
-    for (int k = 0; k < PASSES; ++k) v[k] = pixel(min(t + k * THREADS, CELLS - 1));
-#pragma unroll
-    for (int k = 0; k < PASSES; ++k) {
-        const int i = t + k * THREADS;
-        if (i < CELLS) tile[i / SIDE][i % SIDE] = v[k];
-    }
-    // Threads of a partial tile load too (clamped): no thread may skip the barrier.
-    __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
+        for (int p = 0; p < PASSES; ++p) {
+            if (t + p * THREADS < CELLS) (&tile[b][0][0])[t + p * THREADS] = v[p];
+        }
+        // Threads of a partial tile load and store too (clamped): no thread may skip the barrier.
+        __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
+        // Buffer b ^ 1 is free: every thread passed this barrier after blurring from it.
+        if (k + step < tiles) load(k + step);  // in flight while this tile is blurred
 
-    // The kernel is separable: [1 2 1] across each shared row, then [1 2 1] down the column.
-    // A thread's PER output rows need PER + 2 shared rows, each summed across once (registers).
-    constexpr int PER = TILE / ROWS;
-    const int c = threadIdx.x + 1, r0 = threadIdx.y * PER;  // shared rows r0 .. r0 + PER + 1
-    float across[PER + 2];
+        // The kernel is separable: [1 2 1] across each shared row, then [1 2 1] down the column.
+        // A thread's PER output rows need PER + 2 shared rows, each summed across once (registers).
+        const int c = threadIdx.x + 1, r0 = threadIdx.y * PER;  // shared rows r0 .. r0 + PER + 1
+        float across[PER + 2];
 #pragma unroll
-    for (int i = 0; i < PER + 2; ++i) across[i] = taps121(tile[r0 + i][c - 1], tile[r0 + i][c], tile[r0 + i][c + 1]);
-    const int x = x0 + threadIdx.x;
+        for (int i = 0; i < PER + 2; ++i)
+            across[i] = taps121(tile[b][r0 + i][c - 1], tile[b][r0 + i][c], tile[b][r0 + i][c + 1]);
+        const int x = (k % tilesAcross) * TILE_W + threadIdx.x, y0 = (k / tilesAcross) * TILE_H + r0;
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const int y = y0 + r0 + i;
-        if (x < width && y < height)
-            out[static_cast<size_t>(y) * width + x] = taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
+        for (int i = 0; i < PER; ++i) {
+            const int y = y0 + i;
+            if (x < width && y < height)
+                out[static_cast<size_t>(y) * width + x] = taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
+        }
     }
 }
 
@@ -156,8 +175,8 @@ int main(int argc, char** argv) {
     report.config("width", width);
     report.config("height", height);
     report.config("border", "clamp-to-edge");
-    report.config("tile", std::to_string(TILE) + "x" + std::to_string(TILE) + " outputs, " + std::to_string(TILE) +
-                              "x" + std::to_string(ROWS) + " threads");
+    report.config("tile", std::to_string(TILE_W) + "x" + std::to_string(TILE_H) + " outputs, " +
+                              std::to_string(TILE_W) + "x" + std::to_string(ROWS) + " threads");
     report.config("batch", batch);
     report.config("image", std::to_string(image_w) + "x" + std::to_string(image_h));
     report.config("chunk", chunk);
@@ -175,15 +194,22 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&d_out, bytes));
     CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
 
-    const dim3 block(TILE, ROWS);
-    const lesson::Grid gn = lesson::grid_for(W, H, 1, TILE, ROWS);  // naive: one pixel per thread
-    const lesson::Grid gt = lesson::grid_for(W, H, 1, TILE, TILE);  // tiled: one TILE x TILE tile per block
+    const dim3 block(TILE_W, ROWS);
+    const lesson::Grid gn = lesson::grid_for(W, H, 1, TILE_W, ROWS);  // naive: one pixel per thread
+    // Tiled: no more blocks than the GPU runs at once; each loops over every gridDim.x-th tile.
+    const lesson::Grid gt = lesson::grid_for(W, H, 1, TILE_W, TILE_H);  // tiles across, tiles down
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blur3x3Tiled, TILE_W * ROWS, 0));
+    const uint64_t tiles = uint64_t(gt.x) * gt.y;
+    const unsigned tiled_blocks = unsigned(std::min<uint64_t>(tiles, uint64_t(per_sm) * prop.multiProcessorCount));
+    report.config("tiled blocks", std::to_string(tiled_blocks) + " (" + std::to_string(per_sm) + " per SM) for " +
+                                      std::to_string(tiles) + " tiles");
     auto naive = [&] {
         blur3x3Naive<<<dim3(gn.x, gn.y), block>>>(d_in, d_out, int(width), int(height));
         CUDA_CHECK_LAUNCH();
     };
     auto tiled = [&] {
-        blur3x3Tiled<<<dim3(gt.x, gt.y, 1), block>>>(d_in, d_out, int(width), int(height));
+        blur3x3Tiled<<<dim3(tiled_blocks, 1, 1), block>>>(d_in, d_out, int(width), int(height));
         CUDA_CHECK_LAUNCH();
     };
     // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
@@ -226,7 +252,8 @@ int main(int argc, char** argv) {
     // Chunk k goes to stream k % streams and that stream's device slot. The slot is reused by
     // chunk k + streams only after chunk k's copy-out finished: the stream runs its work in order.
     const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
-    const lesson::Grid gi = lesson::grid_for(image_w, image_h, 1, TILE, TILE);  // tiles of one image
+    const lesson::Grid gi = lesson::grid_for(image_w, image_h, 1, TILE_W, TILE_H);
+    const unsigned image_tiles = gi.x * gi.y;  // one block per tile of each image: small images have few
     auto pipeline = [&](bool one_launch_per_chunk) {
         for (uint64_t k = 0; k < plan.count; ++k) {
             const lesson::Chunk ch = plan.at(k);
@@ -236,11 +263,11 @@ int main(int argc, char** argv) {
             const size_t first = ch.first * image_px, nbytes = ch.count * image_bytes;
             CUDA_CHECK(cudaMemcpyAsync(d_cin, h_bin + first, nbytes, cudaMemcpyHostToDevice, st));
             if (one_launch_per_chunk) {  // blockIdx.z picks the image: ch.count <= --chunk <= 65535
-                blur3x3Tiled<<<dim3(gi.x, gi.y, unsigned(ch.count)), block, 0, st>>>(d_cin, d_cout, int(image_w), int(image_h));
+                blur3x3Tiled<<<dim3(image_tiles, 1, unsigned(ch.count)), block, 0, st>>>(d_cin, d_cout, int(image_w), int(image_h));
                 CUDA_CHECK_LAUNCH();
             } else {  // the original text's way: one launch per image
                 for (uint64_t i = 0; i < ch.count; ++i) {
-                    blur3x3Tiled<<<dim3(gi.x, gi.y, 1), block, 0, st>>>(d_cin + i * image_px, d_cout + i * image_px,
+                    blur3x3Tiled<<<dim3(image_tiles, 1, 1), block, 0, st>>>(d_cin + i * image_px, d_cout + i * image_px,
                                                                         int(image_w), int(image_h));
                     CUDA_CHECK_LAUNCH();
                 }
