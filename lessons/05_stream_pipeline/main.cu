@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
     cli.add_int("n", &n, 1, 8192, "matrix side (n x n floats)");
     cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); without it: 1, 2, 3, 4 and 8 side by side");
-    cli.add_string("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
+    cli.add_output("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)
         lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" + std::to_string(matrices) +
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     std::vector<int> stream_counts = {1, 2, 3, 4, 8};
     if (cli.given("streams")) stream_counts = {static_cast<int>(streams)};
     const int S_max = *std::max_element(stream_counts.begin(), stream_counts.end());
-    // Open the picture's file now: an unwritable path is bad input, not a failure after the run.
+    // Open the picture's file now (the flag parser already checked that it can be written).
     std::FILE* timeline_file = nullptr;
     if (!timeline_path.empty() && !(timeline_file = std::fopen(timeline_path.c_str(), "w")))
         lesson::bad_input("--timeline=" + timeline_path + " cannot be opened for writing (" + std::strerror(errno) + ")");

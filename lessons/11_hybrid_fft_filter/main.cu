@@ -110,13 +110,8 @@ int main(int argc, char** argv) {
     cli.add_int("batch", &batch, 1, 65535, "images, transformed together by one batched plan", 2);
     cli.add_double("cutoff", &cutoff, 0.01, 1.0, "low-pass radius as a fraction of the Nyquist frequency n/2");
     cli.add_double("threshold", &level, -10.0, 10.0, "pixels below this become 0 before the transform");
-    cli.add_string("out", &out_path, "write the first image, input | output side by side, as this PGM file");
+    cli.add_output("out", &out_path, "write the first image, input | output side by side, as this PGM file");
     cli.parse_or_exit(argc, argv);
-    if (!out_path.empty()) {  // find out now, not after the run, that the file cannot be written
-        FILE* f = std::fopen(out_path.c_str(), "wb");
-        if (!f) lesson::bad_input("--out=" + out_path + " cannot be written: " + std::strerror(errno));
-        std::fclose(f);
-    }
 
     const size_t N = static_cast<size_t>(n), half = N / 2 + 1, px = batch * N * N, bins = batch * N * half;
     // Pinned input and output, the unfused variant's output, all references, an n x n double complex array per thread.

@@ -1,18 +1,210 @@
-// common/ceilings.h - the device's ceilings, measured in the same run, so every
-// rate a lesson prints comes with its fraction of what this GPU can do.
+// common/ceilings.h - what this GPU can do, measured (or computed from its
+// clocks) in the same run, so every rate a lesson prints stands next to it.
+//
+// Two words, kept apart (lesson contract, "Timing and the report"):
+//  - a BOUND is a rate nothing correct can beat: the PCIe link, DRAM streaming
+//    for the lesson's read/write mix, the peak FMA or tensor rate from the clock.
+//    Bounds are measured the way the timed work runs (bursts of back-to-back
+//    queued operations), several trials, the best trial: a bound must not be
+//    underestimated, or a correct result lands above 100% of it.
+//  - a YARDSTICK is a reference to compare with (cuBLAS, a copy with another
+//    read/write mix); its median is reported.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 #include <cuda_runtime.h>
 #include "common/check.h"
+#include "common/report.h"
 #include "common/timer.h"
 
 namespace lesson {
 
-// Device-to-device cudaMemcpy bandwidth in GB/s (bytes read + bytes written),
-// over a buffer of 8x the L2 cache (at least 1 GiB, at most a quarter of the
-// free memory), so that the cache cannot serve it. A copy reads and writes
-// equal amounts; kernels that read more than they write can beat it slightly.
+// ---------------------------------------------------------------- from the clock
+
+// The device's theoretical DRAM bandwidth in GB/s: memory clock x bus width x 2
+// (double data rate). No streaming kernel reaches it; it caps every measured bound.
+inline double dram_peak_gbps(int device) {
+    int khz = 0, bits = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    return 2.0 * double(khz) * 1e3 * double(bits) / 8.0 / 1e9;
+}
+
+// The largest SM clock the device reports, in GHz.
+inline double sm_clock_ghz(int device) {
+    int khz = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+    return double(khz) / 1e6;
+}
+
+enum class MathUnit { Fp32Simt, Tf32Tensor, Bf16Tensor };
+
+// Dense floating-point operations per clock per SM (an FMA counts 2), from the
+// architecture whitepapers. 0 where this table does not know the architecture.
+inline double flops_per_clock_per_sm(int cc_major, int cc_minor, MathUnit unit) {
+    const int cc = 10 * cc_major + cc_minor;
+    switch (unit) {
+        case MathUnit::Fp32Simt:  // FP32 lanes x 2
+            if (cc == 90 || cc == 89 || cc == 86 || cc == 87) return 256;
+            if (cc == 80 || cc == 75 || cc == 70) return 128;
+            return 0;
+        case MathUnit::Tf32Tensor:
+            if (cc == 90) return 2048;
+            if (cc == 80) return 1024;
+            if (cc == 86 || cc == 87 || cc == 89) return 512;
+            return 0;
+        case MathUnit::Bf16Tensor:
+            if (cc == 90) return 4096;
+            if (cc == 80) return 2048;
+            if (cc == 86 || cc == 87 || cc == 89) return 1024;
+            return 0;
+    }
+    return 0;
+}
+
+// Peak rate of `unit` in GFLOP/s at the largest reported SM clock (a bound:
+// the clock never runs faster); NaN where the architecture is not in the table.
+inline double peak_gflops(const cudaDeviceProp& prop, int device, MathUnit unit) {
+    double per = flops_per_clock_per_sm(prop.major, prop.minor, unit);
+    if (per <= 0) return NAN;
+    return per * prop.multiProcessorCount * sm_clock_ghz(device);
+}
+
+// ---------------------------------------------------------------- size notes
+
+// Non-empty when `bytes` of working set fit in (twice) the L2 cache: repeated
+// runs then measure the cache, and a DRAM bound does not apply.
+inline std::string l2_note(double bytes, const cudaDeviceProp& prop) {
+    if (bytes > 2.0 * double(prop.l2CacheSize)) return "";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "data fit in L2 (%.1f MB, L2 %.0f MB)", bytes / 1e6, prop.l2CacheSize / 1e6);
+    return buf;
+}
+
+// Non-empty when an M x N output cannot fill the GPU (fewer 128 x 128 tiles
+// than two per SM): a library yardstick is then not running at its speed either.
+inline std::string small_gemm_note(int64_t m, int64_t n, const cudaDeviceProp& prop) {
+    const double tiles = std::ceil(double(m) / 128.0) * std::ceil(double(n) / 128.0);
+    if (tiles >= 2.0 * prop.multiProcessorCount) return "";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "shape too small to fill the GPU (%.0f output tiles, %d SMs)", tiles,
+                  prop.multiProcessorCount);
+    return buf;
+}
+
+// ---------------------------------------------------------------- DRAM
+
+// Best of `trials` bursts of `work` (each a burst of `burst` back-to-back calls
+// between one event pair), in milliseconds per call.
+template <class Work>
+double best_burst_ms(int trials, int burst, Work&& work, cudaStream_t stream = 0) {
+    EventTimer t;
+    work();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    double best = INFINITY;
+    for (int i = 0; i < trials; ++i) {
+        t.start(stream);
+        for (int b = 0; b < burst; ++b) work();
+        best = std::min(best, double(t.stop(stream)) / burst);
+    }
+    return best;
+}
+
+namespace detail {
+// The simplest streaming kernel for a read/write mix: R float4 inputs, W float4
+// outputs, one float4 per thread per input (grid-stride). With W = 0 the sum is
+// written only when it is an impossible value, so the reads cannot be removed.
+template <int R, int W>
+__global__ void streamProbe(const float4* __restrict__ in, float4* __restrict__ out, size_t n4, size_t stride) {
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += size_t(gridDim.x) * blockDim.x) {
+        float4 s = in[i];
+        for (int r = 1; r < R; ++r) {
+            float4 x = in[i + r * stride];
+            s.x += x.x; s.y += x.y; s.z += x.z; s.w += x.w;
+        }
+        if (W == 0) {
+            if (s.x == 1234.5f && s.y == -1234.5f) out[0] = s;
+        } else {
+            for (int w = 0; w < W; ++w) out[i + w * stride] = s;
+        }
+    }
+}
+template <int R, int W>
+double probe_ms(const float* src, float* dst, size_t n4, int sms, int trials) {
+    double best = INFINITY;
+    // Two launch shapes: one float4 per thread, and a grid-stride grid of 8 blocks per SM.
+    const unsigned shapes[2] = {unsigned((n4 + 255) / 256), unsigned(8 * sms)};
+    for (unsigned blocks : shapes) {
+        best = std::min(best, best_burst_ms(trials, 10, [&] {
+            streamProbe<R, W><<<blocks, 256>>>(reinterpret_cast<const float4*>(src), reinterpret_cast<float4*>(dst),
+                                               n4, n4);
+            CUDA_CHECK_LAUNCH();
+        }));
+    }
+    return best;
+}
+}  // namespace detail
+
+// The DRAM bound of a kernel that reads `reads` arrays and writes `writes`
+// arrays of equal size, in GB/s (bytes read + written): the best of `trials`
+// bursts of the simplest streaming kernel for that mix (and, for 1:1, of
+// cudaMemcpy), over a working set of 8x the L2 (at least 1 GiB, at most a
+// quarter of the free memory). Capped by nothing: compare with dram_peak_gbps.
+struct StreamBound {
+    double gbps = 0;
+    std::string name;  // e.g. "DRAM bound, 2 reads : 1 write (best burst)"
+};
+inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 5) {
+    if (reads < 0 || reads > 2 || writes < 0 || writes > 1 || reads + writes == 0)
+        fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__, __LINE__);
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t total = std::max<size_t>(size_t(8) * prop.l2CacheSize, size_t(1) << 30);
+    total = std::min(total, free_b / 4);
+    const int arrays = std::max(reads, 1) + std::max(writes, 1);
+    const size_t n4 = (total / arrays / 16) & ~size_t(63);
+    float *src = nullptr, *dst = nullptr;
+    CUDA_CHECK(cudaMalloc(&src, n4 * 16 * std::max(reads, 1)));
+    CUDA_CHECK(cudaMalloc(&dst, n4 * 16 * std::max(writes, 1)));
+    CUDA_CHECK(cudaMemset(src, 0, n4 * 16 * std::max(reads, 1)));
+    CUDA_CHECK(cudaMemset(dst, 0, n4 * 16 * std::max(writes, 1)));
+    double ms = INFINITY;
+    const int sms = prop.multiProcessorCount;
+    if (reads == 1 && writes == 0) ms = detail::probe_ms<1, 0>(src, dst, n4, sms, trials);
+    if (reads == 0 && writes == 1)
+        ms = best_burst_ms(trials, 10, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, n4 * 16)); });
+    if (reads == 1 && writes == 1) {
+        ms = detail::probe_ms<1, 1>(src, dst, n4, sms, trials);
+        ms = std::min(ms, best_burst_ms(trials, 10, [&] {
+                          CUDA_CHECK(cudaMemcpyAsync(dst, src, n4 * 16, cudaMemcpyDeviceToDevice));
+                      }));
+    }
+    if (reads == 2 && writes == 1) ms = detail::probe_ms<2, 1>(src, dst, n4, sms, trials);
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(dst));
+    StreamBound b;
+    b.gbps = double(reads + writes) * double(n4) * 16.0 / (ms * 1e6);
+    b.name = "DRAM bound, " + std::to_string(reads) + " read" + (reads == 1 ? "" : "s") + " : " +
+             std::to_string(writes) + " write" + (writes == 1 ? "" : "s") + " (best burst)";
+    return b;
+}
+
+// Records a DRAM bound in the report next to the theoretical peak, and warns if
+// the measured bound exceeds the peak (the measurement is then wrong).
+inline void add_bound(Report& report, const StreamBound& b, int device) {
+    const double peak = dram_peak_gbps(device);
+    report.bound(b.name, b.gbps, "GB/s");
+    report.bound("DRAM peak from the memory clock (never reached)", peak, "GB/s");
+    if (b.gbps > peak) report.warning(b.name + " measured above the DRAM peak from the clock");
+}
+
+// Device-to-device cudaMemcpy in GB/s (bytes read + written), median of
+// `repeat` bursts over a buffer of 8x the L2 (at least 1 GiB): a yardstick for
+// kernels whose read/write mix is not 1:1 (measure_stream_bound is the bound).
 inline double measure_d2d_gbps(const cudaDeviceProp& prop, int repeat = 10) {
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -22,20 +214,31 @@ inline double measure_d2d_gbps(const cudaDeviceProp& prop, int repeat = 10) {
     CUDA_CHECK(cudaMalloc(&src, bytes));
     CUDA_CHECK(cudaMalloc(&dst, bytes));
     CUDA_CHECK(cudaMemset(src, 1, bytes));
-    double ms = time_median_ms(repeat, [&] { CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice)); });
+    double ms = time_median_ms(repeat, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); });
     CUDA_CHECK(cudaFree(src));
     CUDA_CHECK(cudaFree(dst));
     return 2.0 * double(bytes) / (ms * 1e6);
 }
 
-// Host<->device rates in GB/s for one buffer size: each direction alone, and
-// both directions at once (bytes of both counted).
+// ---------------------------------------------------------------- PCIe
+
+// Host<->device rates in GB/s for one copy size: each direction alone, and both
+// directions at once (bytes of both counted).
 struct LinkRates {
     double h2d = 0, d2h = 0, both = 0;
+    size_t copy_bytes = 0;
+    int burst = 0;
 };
 
-// pinned = true: cudaMallocHost buffers; false: plain pageable malloc'ed ones.
-inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int repeat = 5) {
+// The PCIe bound at the pipeline's copy size, measured as a pipeline issues
+// copies: a burst of back-to-back copies of `bytes` each (about 256 MB in all,
+// 4 to 64 copies), `trials` trials, the best one. Pinned copies are queued on a
+// stream between one event pair (both directions: two streams, fork/join);
+// pageable copies block the host, so their burst is timed with the host clock.
+inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
+    LinkRates r;
+    r.copy_bytes = bytes;
+    r.burst = int(std::min<size_t>(64, std::max<size_t>(4, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
     char *h_a = nullptr, *h_b = nullptr;
     if (pinned) {
         CUDA_CHECK(cudaMallocHost(&h_a, bytes));
@@ -55,48 +258,50 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int repeat = 5) {
     cudaStream_t s1, s2;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    LinkRates r;
-    double ms;
+    const double burst_bytes = double(bytes) * r.burst;
     if (pinned) {
-        ms = time_median_ms(repeat, [&] { CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1)); }, s1);
+        double ms = best_burst_ms(trials, r.burst, [&] {
+            CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
+        }, s1);
         r.h2d = bytes / (ms * 1e6);
-        ms = time_median_ms(repeat, [&] { CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1)); }, s1);
+        ms = best_burst_ms(trials, r.burst, [&] {
+            CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1));
+        }, s1);
         r.d2h = bytes / (ms * 1e6);
-        // Both at once: s2 joins s1's timeline through events so s1's timer spans both copies.
+        // Both at once: s2 joins s1's timeline through events, so s1's event pair spans both bursts.
         cudaEvent_t fork, join;
         CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-        ms = time_median_ms(repeat, [&] {
+        ms = best_burst_ms(trials, 1, [&] {
             CUDA_CHECK(cudaEventRecord(fork, s1));
             CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
-            CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
-            CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+            for (int b = 0; b < r.burst; ++b) {
+                CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
+                CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+            }
             CUDA_CHECK(cudaEventRecord(join, s2));
             CUDA_CHECK(cudaStreamWaitEvent(s1, join, 0));
         }, s1);
-        r.both = 2.0 * bytes / (ms * 1e6);
+        r.both = 2.0 * burst_bytes / (ms * 1e6);
         CUDA_CHECK(cudaEventDestroy(fork));
         CUDA_CHECK(cudaEventDestroy(join));
     } else {
-        // Pageable copies go through a staging buffer and block the host; a host
-        // clock around copy + synchronize is the honest timer (an H2D copy may
-        // return before its last DMA lands, hence the synchronize).
-        auto host_median = [&](auto&& copy) {
+        auto best_host = [&](auto&& copy) {
             copy();
             CUDA_CHECK(cudaDeviceSynchronize());
-            std::vector<double> v;
-            for (int i = 0; i < repeat; ++i) {
+            double best = INFINITY;
+            for (int i = 0; i < trials; ++i) {
                 HostTimer t;
-                copy();
-                CUDA_CHECK(cudaDeviceSynchronize());
-                v.push_back(t.ms());
+                for (int b = 0; b < r.burst; ++b) copy();
+                CUDA_CHECK(cudaDeviceSynchronize());  // an H2D copy may return before its last DMA lands
+                best = std::min(best, t.ms());
             }
-            return median(v);
+            return best;
         };
-        ms = host_median([&] { CUDA_CHECK(cudaMemcpy(d_a, h_a, bytes, cudaMemcpyHostToDevice)); });
-        r.h2d = bytes / (ms * 1e6);
-        ms = host_median([&] { CUDA_CHECK(cudaMemcpy(h_b, d_b, bytes, cudaMemcpyDeviceToHost)); });
-        r.d2h = bytes / (ms * 1e6);
+        double ms = best_host([&] { CUDA_CHECK(cudaMemcpy(d_a, h_a, bytes, cudaMemcpyHostToDevice)); });
+        r.h2d = burst_bytes / (ms * 1e6);
+        ms = best_host([&] { CUDA_CHECK(cudaMemcpy(h_b, d_b, bytes, cudaMemcpyDeviceToHost)); });
+        r.d2h = burst_bytes / (ms * 1e6);
         r.both = 0;  // pageable copies do not overlap
     }
     CUDA_CHECK(cudaStreamDestroy(s1));

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace lesson {
@@ -47,6 +49,15 @@ public:
     }
     void add_string(const std::string& name, std::string* value, const std::string& help) {
         Opt o{name, Kind::String, help};
+        o.s = value;
+        o.default_text = value->empty() ? "none" : *value;
+        opts_.push_back(o);
+    }
+    // A file the lesson will write (--json, --out, --timeline, ...). Checked when
+    // parsed, before any CUDA call: its folder must exist and be writable, and
+    // the path must not be a folder or a read-only file (exit 2 otherwise).
+    void add_output(const std::string& name, std::string* value, const std::string& help) {
+        Opt o{name, Kind::Output, help};
         o.s = value;
         o.default_text = value->empty() ? "none" : *value;
         opts_.push_back(o);
@@ -118,6 +129,35 @@ public:
     // Marks which switch is --quick, so that integer flags take their quick values.
     void set_quick_switch(bool* quick) { quick_ = quick; }
 
+    // Flags registered from here on are the lesson's own size flags; the ones
+    // before (add_common_flags) do not change the problem size.
+    void begin_size_flags() { size_flags_from_ = opts_.size(); }
+    // True when the run is at the lesson's default size: no --quick and no size
+    // flag given. Benchmark targets are graded only there.
+    bool at_default_size() const {
+        if (quick_ && *quick_) return false;
+        for (size_t i = size_flags_from_; i < opts_.size(); ++i)
+            if (opts_[i].given && opts_[i].kind != Kind::Output) return false;
+        return true;
+    }
+
+    // The reason an output path cannot be written, or "" when it can.
+    static std::string output_path_problem(const std::string& path) {
+        if (path.empty()) return "is empty";
+        struct stat st {};
+        if (stat(path.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode)) return "is a folder, not a file";
+            if (access(path.c_str(), W_OK) != 0) return "exists and is not writable";
+            return "";
+        }
+        size_t slash = path.find_last_of('/');
+        std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+        if (stat(dir.c_str(), &st) != 0) return "is in a folder that does not exist (" + dir + ")";
+        if (!S_ISDIR(st.st_mode)) return "is under " + dir + ", which is not a folder";
+        if (access(dir.c_str(), W_OK) != 0) return "is in a folder that is not writable (" + dir + ")";
+        return "";
+    }
+
     std::string usage() const {
         std::string u = "usage: " + program_ + " [flags]\n" + summary_ + "\n\nflags:\n";
         u += "  --help                 this text\n";
@@ -136,7 +176,7 @@ public:
     }
 
 private:
-    enum class Kind { Int, Double, String, Switch };
+    enum class Kind { Int, Double, String, Output, Switch };
     struct Opt {
         std::string name;
         Kind kind;
@@ -159,6 +199,7 @@ private:
             case Kind::Int: return "INT";
             case Kind::Double: return "REAL";
             case Kind::String: return "TEXT";
+            case Kind::Output: return "FILE";
             default: return "";
         }
     }
@@ -167,6 +208,7 @@ private:
             case Kind::Int: return "integer in [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) + "]";
             case Kind::Double: return "number in [" + fmt_double(o.dlo) + ", " + fmt_double(o.dhi) + "]";
             case Kind::String: return "non-empty text";
+            case Kind::Output: return "a writable file path";
             default: return "no value, or true/false";
         }
     }
@@ -210,6 +252,15 @@ private:
                 }
                 *o.s = v;
                 return true;
+            case Kind::Output: {
+                std::string why = output_path_problem(v);
+                if (!why.empty()) {
+                    *error = shown + " " + why + "; allowed: " + range_text(o);
+                    return false;
+                }
+                *o.s = v;
+                return true;
+            }
             case Kind::Switch:
                 if (!has_value || v == "true" || v == "1") { *o.b = true; return true; }
                 if (v == "false" || v == "0") { *o.b = false; return true; }
@@ -222,6 +273,7 @@ private:
     std::string program_, summary_;
     std::vector<Opt> opts_;
     bool* quick_ = nullptr;
+    size_t size_flags_from_ = 0;
 };
 
 // The flags every lesson accepts (lesson contract).
@@ -239,10 +291,11 @@ inline void add_common_flags(Cli& cli, CommonOptions& c) {
     cli.add_int("repeat", &c.repeat, 1, 1000, "timed repetitions; the median is reported", 3);
     cli.add_int("seed", &c.seed, 0, INT64_MAX, "seed of the random inputs");
     cli.add_int("device", &c.device, 0, 63, "which GPU (cudaSetDevice index)");
-    cli.add_string("json", &c.json, "also write the report as one JSON object to this file");
+    cli.add_output("json", &c.json, "also write the report as one JSON object to this file");
     cli.add_switch("inject-fault", &c.inject_fault,
                    "corrupt one output element before verification (the run must FAIL)");
     cli.set_quick_switch(&c.quick);
+    cli.begin_size_flags();
 }
 
 }  // namespace lesson

@@ -23,14 +23,35 @@ struct Check {
     bool pass = false;
 };
 
+// What a timed variant is measured against.
+//  - Bound: a rate nothing correct can beat (the PCIe link, DRAM streaming, the
+//    peak FMA rate from the clock). Printed as "97.1% of <bound>"; a result
+//    above 100% of a bound is a measurement error and adds a WARNING.
+//  - Yardstick: a reference to compare with (cuBLAS or CUB on the same problem,
+//    a copy with another read/write mix). Printed as "1.02x <yardstick>".
+enum class Against { Nothing, Bound, Yardstick };
+
 // One timed variant: a rung of a ladder, a pipeline configuration...
 struct Variant {
     std::string name;
     double ms = NAN;            // median time
     double rate = NAN;          // in `unit`
     std::string unit;           // "GB/s", "GFLOP/s", ...
-    double fraction = NAN;      // of `ceiling_name`, NaN if not applicable
-    std::string ceiling_name;
+    Against against = Against::Nothing;
+    std::string ref_name;       // the bound or yardstick
+    double ref_value = NAN;     // its rate, in `unit`
+    double fraction = NAN;      // rate / ref_value
+    std::string ungraded;       // why it is not compared (e.g. "data fit in L2"); empty if it is
+};
+
+// One benchmark target (lesson contract; shared/device-ceilings.md): graded at
+// the lesson's default size only.
+struct Target {
+    std::string name;  // e.g. "vectorAdd4 vs DRAM bound"
+    double value = NAN;
+    double minimum = NAN;
+    std::string unit;  // "%" (value is a fraction, printed as a percentage) or "x"
+    bool met() const { return value >= minimum; }  // NaN is never met
 };
 
 class Report {
@@ -47,29 +68,65 @@ public:
     void config(const std::string& key, int64_t value) { config_.push_back({key, std::to_string(value)}); }
     void config(const std::string& key, double value) { config_.push_back({key, num(value)}); }
 
-    // A ceiling measured in this run ("D2D cudaMemcpy", 3500, "GB/s").
-    void ceiling(const std::string& name, double value, const std::string& unit) {
-        ceilings_.push_back({name, value, unit});
+    // A bound measured (or computed from the clock) in this run: ("PCIe H2D, burst of 64 MB copies", 55.1, "GB/s").
+    void bound(const std::string& name, double value, const std::string& unit) {
+        bounds_.push_back({name, value, unit});
     }
-    void variant(const Variant& v) { variants_.push_back(v); }
-    // Convenience: rate and fraction of a named ceiling, computed here.
-    void variant(const std::string& name, double ms, double rate, const std::string& unit,
-                 double ceiling_value = NAN, const std::string& ceiling_name = "") {
-        Variant v{name, ms, rate, unit, ceiling_value > 0 ? rate / ceiling_value : NAN, ceiling_name};
-        variants_.push_back(v);
+    // A yardstick measured in this run: ("cuBLAS SGEMM fp32, same shape", 51000, "GFLOP/s").
+    void yardstick(const std::string& name, double value, const std::string& unit) {
+        yardsticks_.push_back({name, value, unit});
     }
+    // A timed variant with no bound or yardstick beside it.
+    void variant(const std::string& name, double ms, double rate, const std::string& unit) {
+        variants_.push_back(Variant{name, ms, rate, unit});
+    }
+    // A timed variant against a bound. `ungraded` non-empty (e.g. lesson::l2_note)
+    // says why the bound does not apply at this size: then no fraction is printed.
+    void variant_bound(const std::string& name, double ms, double rate, const std::string& unit, double bound_value,
+                       const std::string& bound_name, const std::string& ungraded = "") {
+        add_compared(name, ms, rate, unit, Against::Bound, bound_value, bound_name, ungraded);
+    }
+    // A timed variant against a yardstick ("1.02x cuBLAS").
+    void variant_yardstick(const std::string& name, double ms, double rate, const std::string& unit,
+                           double yard_value, const std::string& yard_name, const std::string& ungraded = "") {
+        add_compared(name, ms, rate, unit, Against::Yardstick, yard_value, yard_name, ungraded);
+    }
+    // A WARNING line: something in the measurement cannot be trusted.
+    void warning(const std::string& text) {
+        for (const std::string& w : warnings_)
+            if (w == text) return;
+        warnings_.push_back(text);
+    }
+    // A benchmark target (fraction as "%" or a ratio as "x"), graded at the default size only.
+    void target(const std::string& name, double value, double minimum, const std::string& unit = "%") {
+        targets_.push_back({name, value, minimum, unit});
+    }
+    // Whether this run is at the lesson's default size (Cli::at_default_size()).
+    void default_size(bool yes) { default_size_ = yes; }
+    // How the times were taken (printed once, and in the JSON).
+    void timing(const std::string& how) { timing_ = how; }
     // Any other measured number worth a line (and a JSON field).
     void metric(const std::string& name, double value, const std::string& unit) {
         metrics_.push_back({name, value, unit});
     }
-    void cpu_reference_ms(double ms) { cpu_ms_ = ms; }
+    // Time of the CPU reference, and how many host threads computed it.
+    void cpu_reference_ms(double ms, int threads = 1) {
+        cpu_ms_ = ms;
+        cpu_threads_ = threads;
+    }
     void check(const Check& c) { checks_.push_back(c); }
     void note(const std::string& text) { notes_.push_back(text); }
-    // The one-line key result that scripts/run_all.sh puts in its table.
-    void key_result(const std::string& metric, double fraction, const std::string& of_what) {
+    // The one-line key result that scripts/run_all.sh puts in its table: the
+    // metric, and where it stands against a bound or a yardstick (or why it is
+    // not compared at this size, in `ungraded`).
+    void key_result(const std::string& metric, double fraction = NAN, const std::string& of_what = "",
+                    Against against = Against::Nothing, const std::string& ungraded = "") {
         key_metric_ = metric;
         key_fraction_ = fraction;
         key_of_ = of_what;
+        key_against_ = against;
+        key_ungraded_ = ungraded;
+        if (against == Against::Bound && ungraded.empty() && fraction > 1.0) warn_above(metric, fraction, of_what);
     }
 
     bool passed() const {
@@ -90,18 +147,21 @@ public:
             for (auto& kv : config_) std::printf(" %s=%s", kv.first.c_str(), unquote(kv.second).c_str());
             std::printf("\n");
         }
-        for (auto& c : ceilings_)
-            std::printf("ceiling (measured now): %-34s %10.1f %s\n", c.name.c_str(), c.value, c.unit.c_str());
+        for (auto& c : bounds_)
+            std::printf("bound (measured now):     %-48s %10.1f %s\n", c.name.c_str(), c.value, c.unit.c_str());
+        for (auto& c : yardsticks_)
+            std::printf("yardstick (measured now): %-48s %10.1f %s\n", c.name.c_str(), c.value, c.unit.c_str());
+        if (!timing_.empty()) std::printf("timing: %s\n", timing_.c_str());
         if (!variants_.empty()) {
-            std::printf("%-50s %11s %12s %-8s %s\n", "variant", "ms", "rate", "unit", "of ceiling");
+            std::printf("%-50s %11s %12s %-8s %s\n", "variant", "ms", "rate", "unit", "against");
             for (auto& v : variants_) {
-                std::printf("%-50s %11.4f %12.1f %-8s", v.name.c_str(), v.ms, v.rate, v.unit.c_str());
-                if (std::isfinite(v.fraction)) std::printf(" %5.1f%% of %s", 100.0 * v.fraction, v.ceiling_name.c_str());
-                std::printf("\n");
+                std::printf("%-50s %11.4f %12.1f %-8s %s\n", v.name.c_str(), v.ms, v.rate, v.unit.c_str(),
+                            against_text(v.against, v.fraction, v.ref_name, v.ungraded).c_str());
             }
         }
         for (auto& m : metrics_) std::printf("%-50s %12.4g %s\n", m.name.c_str(), m.value, m.unit.c_str());
-        if (std::isfinite(cpu_ms_)) std::printf("single-threaded CPU reference: %.1f ms\n", cpu_ms_);
+        if (std::isfinite(cpu_ms_))
+            std::printf("CPU reference: %.1f ms on %d host thread%s\n", cpu_ms_, cpu_threads_, cpu_threads_ == 1 ? "" : "s");
         for (auto& c : checks_) {
             std::printf("check: %s: %llu elements, rel-L2 error %.3e, max abs error %.3e, tolerance %.1e -> %s",
                         c.what.c_str(), (unsigned long long)c.checked, c.rel_l2, c.max_abs, c.tol,
@@ -111,10 +171,15 @@ public:
             std::printf("\n");
         }
         for (auto& n : notes_) std::printf("note: %s\n", n.c_str());
+        for (auto& t : targets_) {
+            std::printf("target: %s: %s (needs >= %s)%s\n", t.name.c_str(), target_value(t.value, t.unit).c_str(),
+                        target_value(t.minimum, t.unit).c_str(),
+                        !default_size_ ? ", not graded at this size" : (t.met() ? ", met" : ", MISSED"));
+        }
+        for (auto& w : warnings_) std::printf("WARNING: %s\n", w.c_str());
         if (!key_metric_.empty()) {
-            std::printf("Key result: %s", key_metric_.c_str());
-            if (std::isfinite(key_fraction_)) std::printf(" | %.1f%% of %s", 100.0 * key_fraction_, key_of_.c_str());
-            std::printf("\n");
+            std::string against = against_text(key_against_, key_fraction_, key_of_, key_ungraded_);
+            std::printf("Key result: %s%s%s\n", key_metric_.c_str(), against.empty() ? "" : " | ", against.c_str());
         }
         if (!json_path.empty() && !write_json(json_path, ok)) {
             std::printf("RESULT: FAIL (could not write --json file %s)\n", json_path.c_str());
@@ -134,22 +199,20 @@ public:
         j += ",\"config\":{";
         for (size_t i = 0; i < config_.size(); ++i)
             j += (i ? "," : "") + quote(config_[i].first) + ":" + config_[i].second;
-        j += "},\"ceilings\":[";
-        for (size_t i = 0; i < ceilings_.size(); ++i)
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(ceilings_[i].name) + ",\"value\":" +
-                 num(ceilings_[i].value) + ",\"unit\":" + quote(ceilings_[i].unit) + "}";
-        j += "],\"variants\":[";
+        j += "},\"default_size\":" + std::string(default_size_ ? "true" : "false");
+        j += ",\"timing\":" + quote(timing_);
+        j += ",\"bounds\":" + named_list(bounds_) + ",\"yardsticks\":" + named_list(yardsticks_);
+        j += ",\"variants\":[";
         for (size_t i = 0; i < variants_.size(); ++i) {
             const Variant& v = variants_[i];
             j += std::string(i ? "," : "") + "{\"name\":" + quote(v.name) + ",\"ms\":" + num(v.ms) +
-                 ",\"rate\":" + num(v.rate) + ",\"unit\":" + quote(v.unit) + ",\"fraction_of_ceiling\":" +
-                 num(v.fraction) + ",\"ceiling\":" + quote(v.ceiling_name) + "}";
+                 ",\"rate\":" + num(v.rate) + ",\"unit\":" + quote(v.unit) + ",\"against\":" +
+                 quote(against_word(v.against)) + ",\"reference\":" + quote(v.ref_name) + ",\"reference_rate\":" +
+                 num(v.ref_value) + ",\"fraction\":" + num(v.ungraded.empty() ? v.fraction : NAN) +
+                 ",\"ungraded\":" + quote(v.ungraded) + "}";
         }
-        j += "],\"metrics\":[";
-        for (size_t i = 0; i < metrics_.size(); ++i)
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(metrics_[i].name) + ",\"value\":" +
-                 num(metrics_[i].value) + ",\"unit\":" + quote(metrics_[i].unit) + "}";
-        j += "],\"cpu_reference_ms\":" + num(cpu_ms_);
+        j += "],\"metrics\":" + named_list(metrics_);
+        j += ",\"cpu_reference_ms\":" + num(cpu_ms_) + ",\"cpu_reference_threads\":" + std::to_string(cpu_threads_);
         j += ",\"verification\":{\"pass\":" + std::string(ok ? "true" : "false") + ",\"checks\":[";
         for (size_t i = 0; i < checks_.size(); ++i) {
             const Check& c = checks_[i];
@@ -159,10 +222,17 @@ public:
                  std::to_string(c.bad_count) + ",\"tolerance\":" + num(c.tol) + ",\"pass\":" +
                  (c.pass ? "true" : "false") + "}";
         }
-        j += "]},\"key_result\":{\"metric\":" + quote(key_metric_) + ",\"fraction\":" + num(key_fraction_) +
-             ",\"of\":" + quote(key_of_) + "},\"notes\":[";
-        for (size_t i = 0; i < notes_.size(); ++i) j += std::string(i ? "," : "") + quote(notes_[i]);
-        j += "]}";
+        j += "]},\"key_result\":{\"metric\":" + quote(key_metric_) + ",\"fraction\":" +
+             num(key_ungraded_.empty() ? key_fraction_ : NAN) + ",\"of\":" + quote(key_of_) + ",\"against\":" +
+             quote(against_word(key_against_)) + ",\"ungraded\":" + quote(key_ungraded_) + "}";
+        j += ",\"targets\":[";
+        for (size_t i = 0; i < targets_.size(); ++i) {
+            const Target& t = targets_[i];
+            j += std::string(i ? "," : "") + "{\"name\":" + quote(t.name) + ",\"value\":" + num(t.value) +
+                 ",\"minimum\":" + num(t.minimum) + ",\"unit\":" + quote(t.unit) + ",\"met\":" +
+                 (t.met() ? "true" : "false") + "}";
+        }
+        j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes_) + "}";
         return j;
     }
 
@@ -189,12 +259,57 @@ public:
         return buf;
     }
 
+    // "97.1% of PCIe bound", "1.02x cuBLAS", "not graded: data fit in L2", or "".
+    static std::string against_text(Against a, double fraction, const std::string& ref, const std::string& ungraded) {
+        if (a == Against::Nothing) return "";
+        if (!ungraded.empty()) return "not graded: " + ungraded;
+        if (!std::isfinite(fraction)) return "";
+        char buf[48];
+        if (a == Against::Bound) std::snprintf(buf, sizeof buf, "%.1f%% of ", 100.0 * fraction);
+        else std::snprintf(buf, sizeof buf, "%.2fx ", fraction);
+        return buf + ref;
+    }
+    const std::vector<std::string>& warnings() const { return warnings_; }
+    const std::vector<Target>& targets() const { return targets_; }
+
 private:
     struct Named {
         std::string name;
         double value;
         std::string unit;
     };
+    static const char* against_word(Against a) {
+        return a == Against::Bound ? "bound" : a == Against::Yardstick ? "yardstick" : "";
+    }
+    static std::string target_value(double v, const std::string& unit) {
+        char buf[32];
+        if (unit == "%") std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
+        else std::snprintf(buf, sizeof buf, "%.2f%s", v, unit.c_str());
+        return buf;
+    }
+    static std::string named_list(const std::vector<Named>& list) {
+        std::string j = "[";
+        for (size_t i = 0; i < list.size(); ++i)
+            j += std::string(i ? "," : "") + "{\"name\":" + quote(list[i].name) + ",\"value\":" +
+                 num(list[i].value) + ",\"unit\":" + quote(list[i].unit) + "}";
+        return j + "]";
+    }
+    static std::string string_list(const std::vector<std::string>& list) {
+        std::string j = "[";
+        for (size_t i = 0; i < list.size(); ++i) j += std::string(i ? "," : "") + quote(list[i]);
+        return j + "]";
+    }
+    void warn_above(const std::string& what, double fraction, const std::string& bound_name) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " is %.1f%% of ", 100.0 * fraction);
+        warning(what + buf + bound_name + ", above a bound: a measurement error (the bound or the time is wrong)");
+    }
+    void add_compared(const std::string& name, double ms, double rate, const std::string& unit, Against a,
+                      double ref_value, const std::string& ref_name, const std::string& ungraded) {
+        Variant v{name, ms, rate, unit, a, ref_name, ref_value, ref_value > 0 ? rate / ref_value : NAN, ungraded};
+        if (a == Against::Bound && ungraded.empty() && v.fraction > 1.0) warn_above(name, v.fraction, ref_name);
+        variants_.push_back(v);
+    }
     static std::string unquote(const std::string& s) {
         return (s.size() >= 2 && s.front() == '"') ? s.substr(1, s.size() - 2) : s;
     }
@@ -220,12 +335,17 @@ private:
     int sms_ = 0;
     double mem_gb_ = 0;
     std::vector<std::pair<std::string, std::string>> config_;
-    std::vector<Named> ceilings_, metrics_;
+    std::vector<Named> bounds_, yardsticks_, metrics_;
     std::vector<Variant> variants_;
     std::vector<Check> checks_;
-    std::vector<std::string> notes_;
+    std::vector<std::string> notes_, warnings_;
+    std::vector<Target> targets_;
+    bool default_size_ = false;
+    std::string timing_;
     double cpu_ms_ = NAN;
-    std::string key_metric_, key_of_;
+    int cpu_threads_ = 1;
+    std::string key_metric_, key_of_, key_ungraded_;
+    Against key_against_ = Against::Nothing;
     double key_fraction_ = NAN;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 namespace lesson {
@@ -58,19 +59,34 @@ private:
     cudaEvent_t start_{}, stop_{};
 };
 
-// Runs work() `warmup` times untimed, then `repeat` times, each timed with
-// events on `stream`; returns the median in milliseconds. work() must issue its
-// device work on `stream` (or the legacy default stream, which orders with it).
+// How time_median_ms takes its samples; a lesson prints it with Report::timing.
+inline const char* kTimingMethod =
+    "CUDA events after a warm-up; median of --repeat samples; work shorter than 0.5 ms is timed as a burst "
+    "of back-to-back calls between one event pair (per-call time = burst time / calls), so launch latency "
+    "is not inside the number";
+
+// Runs work() `warmup` times untimed, then takes `repeat` samples with events on
+// `stream` and returns the median per call, in milliseconds. A sample is one
+// call when one call takes at least `min_sample_ms`; otherwise it is a burst of
+// back-to-back calls (up to 1000) lasting about that long, divided by their
+// count: one event pair per call would measure the launch latency of
+// microsecond-scale work, not the work. work() must issue its device work on
+// `stream` (or the legacy default stream, which orders with it).
 template <class Work>
-double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2) {
+double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2, double min_sample_ms = 0.5) {
     EventTimer t;
     for (int i = 0; i < warmup; ++i) work();
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    t.start(stream);
+    work();
+    const double one = t.stop(stream);
+    int calls = 1;
+    if (one < min_sample_ms) calls = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
     std::vector<double> ms;
     for (int i = 0; i < repeat; ++i) {
         t.start(stream);
-        work();
-        ms.push_back(t.stop(stream));
+        for (int c = 0; c < calls; ++c) work();
+        ms.push_back(t.stop(stream) / calls);
     }
     return median(ms);
 }
