@@ -16,6 +16,7 @@
 
 #include <cublas_v2.h>
 
+#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -239,9 +240,15 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     auto gflops = [&](double t) { return flops / (t * 1e6); };
     const double cublas = gflops(ms[kCublas]);
-    report.ceiling("cuBLAS SGEMM fp32 (no TF32), same shape", cublas, "GFLOP/s");
+    const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt);
+    const std::string small = lesson::small_gemm_note(m, n, prop);
+    report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
+    report.yardstick("cuBLAS SGEMM fp32 (no TF32), same shape", cublas, "GFLOP/s");
+    report.timing(lesson::kTimingMethod);
     for (int v = 0; v < kKinds; ++v)
-        report.variant(kName[v], ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS");
+        report.variant_yardstick(kName[v], ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS", small);
+    report.variant_bound(std::string(kName[kCublas]) + " against the FP32 peak", ms[kCublas], cublas, "GFLOP/s", peak,
+                         "FP32 peak");
     report.metric("speedup tiled 16x16 over naive", ms[kNaive] / ms[kTiled16], "x");
     report.metric("speedup tiled 32x32 over naive", ms[kNaive] / ms[kTiled32], "x");
     // Global loads the kernels issue (the text's count): naive 2*M*N*K; tiled: each element of
@@ -257,6 +264,8 @@ int main(int argc, char** argv) {
     char key[128];
     std::snprintf(key, sizeof key, "tiled16 %.0f GFLOP/s, %.2fx naive, at %s", gflops(ms[kTiled16]),
                   ms[kNaive] / ms[kTiled16], main_shape.text().c_str());
-    report.key_result(key, gflops(ms[kTiled16]) / cublas, "cuBLAS");
+    report.key_result(key, gflops(ms[kTiled16]) / cublas, "cuBLAS", lesson::Against::Yardstick, small);
+    report.default_size(cli.at_default_size());
+    report.target("tiled 16x16 over naive", ms[kNaive] / ms[kTiled16], 1.0, "x");
     return report.finish(opt.json);
 }

@@ -18,6 +18,7 @@
 
 #include <cublas_v2.h>
 
+#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -223,14 +224,23 @@ int main(int argc, char** argv) {
         Problem p(int(bench), int(bench), int(bench), opt.seed + 4);
         std::vector<int64_t> rows = sample_rows(p.M, check_rows, opt.seed + 9);
         std::vector<double> ref = reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
+        // Each mode against the peak of the unit it runs on, from the SM clock (a bound).
+        const double fp32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt) / 1e3;
+        const double tf32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3;
+        report.bound("FP32 FMA peak from the SM clock", fp32_peak, "TFLOP/s");
+        report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s");
+        const std::string small = lesson::small_gemm_note(bench, bench, prop);
         struct Mode {
             const char* name;
             cublasMath_t math;
             double tol;
+            double peak;
+            const char* peak_name;
         };
-        const Mode modes[] = {{"fp32, CUBLAS_DEFAULT_MATH", CUBLAS_DEFAULT_MATH, 1e-4},
-                              {"fp32, CUBLAS_PEDANTIC_MATH", CUBLAS_PEDANTIC_MATH, 1e-4},
-                              {"TF32, CUBLAS_TF32_TENSOR_OP_MATH", CUBLAS_TF32_TENSOR_OP_MATH, 1e-2}};
+        const Mode modes[] = {{"fp32, CUBLAS_DEFAULT_MATH", CUBLAS_DEFAULT_MATH, 1e-4, fp32_peak, "FP32 peak"},
+                              {"fp32, CUBLAS_PEDANTIC_MATH", CUBLAS_PEDANTIC_MATH, 1e-4, fp32_peak, "FP32 peak"},
+                              {"TF32, CUBLAS_TF32_TENSOR_OP_MATH", CUBLAS_TF32_TENSOR_OP_MATH, 1e-2, tf32_peak,
+                               "TF32 peak"}};
         double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
         for (const Mode& mode : modes) {
             // The math mode is state of the handle: every later call on it uses it.
@@ -241,7 +251,8 @@ int main(int argc, char** argv) {
             double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
             double rate = tflops(B, B, B, ms);
             if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
-            report.variant(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", fp32_rate, "cuBLAS fp32");
+            report.variant_bound(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", mode.peak,
+                                 mode.peak_name, small);
 
             std::vector<float> got = gather_rows(p.h_C.data(), p.N, rows);
             lesson::Check c = verify::compare(got.data(), ref.data(), ref.size(), mode.tol,
@@ -257,8 +268,10 @@ int main(int argc, char** argv) {
         char key[160];
         std::snprintf(key, sizeof key, "%s: fp32 %.1f, TF32 %.1f TFLOP/s (TF32 rel-L2 %.1e vs fp32 %.1e)",
                       p.shape().c_str(), fp32_rate, tf32_rate, tf32_err, fp32_err);
-        report.key_result(key, NAN, "");
+        report.key_result(key);
     }
+    report.timing(lesson::kTimingMethod);
+    report.default_size(cli.at_default_size());
 
     CUBLAS_CHECK(cublasDestroy(handle));
     return report.finish(opt.json);

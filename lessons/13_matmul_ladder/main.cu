@@ -14,6 +14,7 @@
 
 #include <cublas_v2.h>
 
+#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -733,8 +734,12 @@ int main(int argc, char** argv) {
     }
     const double cublas_ms = lesson::time_median_ms(int(opt.repeat), [&] { launchCublas(gref); });
     const double cublas_gflops = gflops(cublas_ms);
-    report.ceiling("cuBLAS SGEMM fp32 (CUBLAS_DEFAULT_MATH), same shape", cublas_gflops, "GFLOP/s");
-    report.variant(kCublas.name, cublas_ms, cublas_gflops, "GFLOP/s", cublas_gflops, "cuBLAS");
+    const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt);
+    const std::string small = lesson::small_gemm_note(timed.M, timed.N, prop);
+    report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
+    report.yardstick("cuBLAS SGEMM fp32 (CUBLAS_DEFAULT_MATH), same shape", cublas_gflops, "GFLOP/s");
+    report.timing(lesson::kTimingMethod);
+    report.variant_bound(kCublas.name, cublas_ms, cublas_gflops, "GFLOP/s", peak, "FP32 peak");
 
     // Each rung: launch, copy out, verify against cuBLAS element by element, time.
     std::vector<Rung> rungs(std::begin(kLadder), std::end(kLadder));
@@ -748,7 +753,7 @@ int main(int argc, char** argv) {
         report.check(verify::compare(h_C.data(), h_ref.data(), timed.c(), kTol,
                                      std::string(r.name) + " vs cuBLAS, every element of " + timed.text()));
         const double ms = lesson::time_median_ms(int(opt.repeat), [&] { r.launch(g); });
-        report.variant(r.name, ms, gflops(ms), "GFLOP/s", cublas_gflops, "cuBLAS");
+        report.variant_yardstick(r.name, ms, gflops(ms), "GFLOP/s", cublas_gflops, "cuBLAS", small);
         if (i < std::size(kLadder) && gflops(ms) > best_gflops) {  // the key result is the ladder's best rung
             best_gflops = gflops(ms);
             best = r.name;
@@ -762,7 +767,9 @@ int main(int argc, char** argv) {
                 "against the CPU on sampled rows");
     char key[128];
     std::snprintf(key, sizeof key, "best rung '%s' %.0f GFLOP/s at %s", best.c_str(), best_gflops, timed.text().c_str());
-    report.key_result(key, best_gflops / cublas_gflops, "cuBLAS fp32");
+    report.key_result(key, best_gflops / cublas_gflops, "cuBLAS fp32", lesson::Against::Yardstick, small);
+    report.default_size(cli.at_default_size());
+    report.target("best rung vs cuBLAS fp32", best_gflops / cublas_gflops, 0.98, "x");
 
     CUBLAS_CHECK(cublasDestroy(handle));
     CUDA_CHECK(cudaFree(d_A));
