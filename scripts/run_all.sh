@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # scripts/run_all.sh - build every lesson, run them in numeric order, print a table.
 #
-#   scripts/run_all.sh [--quick] [--sanitize] [--only=PATTERN] [--no-build]
+#   scripts/run_all.sh [--quick] [--sanitize] [--check-targets] [--only=PATTERN] [--no-build]
 #
 #   --quick        run each lesson with --quick (small sizes)
+#   --check-targets  the performance regression test: at default size, fail when a
+#                  lesson misses one of its benchmark targets (the "targets" of its
+#                  JSON report) or prints a WARNING (not with --quick or --sanitize)
 #   --sanitize     run each lesson at --quick size under compute-sanitizer
 #                  memcheck, racecheck, synccheck and initcheck; any error is a FAIL
 #   --only=PATTERN run only lessons whose folder name matches the shell pattern
@@ -13,23 +16,29 @@
 # Environment: BUILD_DIR (default build), CUDAARCHS (e.g. 90) to pick the GPU
 # architecture instead of "native". Each lesson's log and JSON report go to
 # $BUILD_DIR/results/. Each lesson is also run once with --quick --inject-fault,
-# which must FAIL (the check can catch a wrong element).
+# which must FAIL (the check can catch a wrong element). Every WARNING line a
+# lesson prints (a rate above its bound: a measurement error) is listed after the
+# table.
 # Exit: 0 all PASS, 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BUILD=${BUILD_DIR:-build}
-QUICK=0; SANITIZE=0; ONLY='*'; DO_BUILD=1
+QUICK=0; SANITIZE=0; ONLY='*'; DO_BUILD=1; TARGETS=0
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
     --sanitize) SANITIZE=1 ;;
+    --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [ "$TARGETS" = 1 ] && { [ "$QUICK" = 1 ] || [ "$SANITIZE" = 1 ]; }; then
+  echo "run_all.sh: --check-targets grades the default sizes; it does not combine with --quick or --sanitize" >&2; exit 2
+fi
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 lessons=()
@@ -67,6 +76,14 @@ elif [ $rc != 0 ]; then
   echo "run_all.sh: gpu_check failed: $gpu"; exit 1
 fi
 echo "$gpu" | head -n 1
+run_start=$(date +%s%N)
+# What the run was: for scripts/results.py, which turns build/results/*.json into tables.
+mode=full; [ "$QUICK" = 1 ] && mode=quick; [ "$SANITIZE" = 1 ] && mode=sanitize
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+cuda=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -n 1)
+printf '{"gpu":"%s","driver":"%s","cuda":"%s","date":"%s","mode":"%s"}\n' "$(echo "$gpu" | head -n 1 | sed 's/"//g')" \
+  "${driver:-unknown}" "${cuda#release }" "$(date -u +%Y-%m-%d)" "$mode" >"$RES/run-$mode.json"
+: >"$RES/seconds-$mode.tsv"
 SAN=""
 if [ "$SANITIZE" = 1 ]; then
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
@@ -77,7 +94,9 @@ fails=0
 table=()
 # Fixed-width columns first, the free-length key metric last.
 row() { table+=("$(printf '%-28s %-7s %7s  %-16s %-36s %s' "$1" "$2" "$5" "$6" "$4" "$3")"); }
-row "lesson" "result" "key metric" "of ceiling" "seconds" "fault check"
+row "lesson" "result" "key metric" "against" "seconds" "fault check"
+warnings=()
+missed=()
 for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
   if [ ! -x "$exe" ]; then row "$name" "FAIL" "(not built)" "" "" ""; fails=$((fails+1)); continue; fi
@@ -105,19 +124,21 @@ for name in "${lessons[@]}"; do
     echo "$name: $result ($detail)"
     continue
   fi
-  args=(--json="$RES/$name.json")
+  suffix=""; [ "$QUICK" = 1 ] && suffix=".quick"
+  args=(--json="$RES/$name$suffix.json")
   [ "$QUICK" = 1 ] && args+=(--quick)
   start=$(date +%s%N)
-  "$exe" "${args[@]}" >"$RES/$name.log" 2>&1
+  "$exe" "${args[@]}" >"$RES/$name$suffix.log" 2>&1
   rc=$?
   secs=$(elapsed "$start")
-  last=$(grep '^RESULT:' "$RES/$name.log" | tail -n 1)
+  log="$RES/$name$suffix.log"
+  last=$(grep '^RESULT:' "$log" | tail -n 1)
   case $rc in
     0) result=PASS ;;
     77) result=SKIP ;;
     *) result=FAIL; fails=$((fails+1)) ;;
   esac
-  key=$(grep '^Key result:' "$RES/$name.log" | tail -n 1 | sed 's/^Key result: //')
+  key=$(grep '^Key result:' "$log" | tail -n 1 | sed 's/^Key result: //')
   metric=${key%% | *}; frac=""
   [[ "$key" == *" | "* ]] && frac=${key#* | }
   [ $rc = 0 ] || metric="$last"
@@ -126,14 +147,32 @@ for name in "${lessons[@]}"; do
   frc=$?
   if [ $frc = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
   else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
+  while IFS= read -r w; do warnings+=("$name: $w"); done < <(grep '^WARNING:' "$log")
+  if [ "$TARGETS" = 1 ] && [ $rc = 0 ]; then
+    while IFS= read -r t; do missed+=("$name: $t"); done < <(grep '^target: .*, MISSED$' "$log")
+  fi
+  printf '%s\t%s\n' "$name" "$secs" >>"$RES/seconds-$mode.tsv"
   row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
   echo "$name: $result ($secs s) $metric${frac:+ | $frac}; fault check $fault"
 done
 
 echo
-summary_file="$RES/summary.txt"
-[ "$SANITIZE" = 1 ] && summary_file="$RES/summary-sanitize.txt"
+summary_file="$RES/summary-$mode.txt"
 printf '%s\n' "${table[@]}" | tee "$summary_file"
+if [ ${#warnings[@]} -gt 0 ]; then
+  printf '\n%s\n' "WARNING lines (a rate above its bound is a measurement error):" | tee -a "$summary_file"
+  printf '  %s\n' "${warnings[@]}" | tee -a "$summary_file"
+fi
+if [ "$TARGETS" = 1 ]; then
+  if [ ${#missed[@]} -gt 0 ] || [ ${#warnings[@]} -gt 0 ]; then
+    printf '\n%s\n' "--check-targets: FAILED" | tee -a "$summary_file"
+    [ ${#missed[@]} -gt 0 ] && printf '  %s\n' "${missed[@]}" | tee -a "$summary_file"
+    fails=$((fails+1))
+  else
+    printf '\n%s\n' "--check-targets: every benchmark target met, no WARNING" | tee -a "$summary_file"
+  fi
+fi
+echo "run_all.sh: lessons ran in $(elapsed "$run_start") s (build not counted)" | tee -a "$summary_file"
 if [ $fails -gt 0 ]; then echo "run_all.sh: $fails failure(s)"; exit 1; fi
 echo "run_all.sh: all ${#lessons[@]} lesson(s) PASS"
 exit 0

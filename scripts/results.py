@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""scripts/results.py - results tables from the runs' JSON, never typed by hand.
+
+  scripts/results.py collect RESULTS_DIR OUT.json
+      Folds one machine's `scripts/run_all.sh` output (RESULTS_DIR = build/results:
+      run-full.json, seconds-full.tsv and every lesson's NN_name.json) into one
+      summary file, e.g. docs/results/h100.json. Commit that file.
+
+  scripts/results.py readme [README.md] [SUMMARY.json ...]
+      Rewrites the table between the markers <!-- results:begin --> and
+      <!-- results:end --> of README.md from the summaries (default: every
+      docs/results/*.json), one column per GPU, device and date in the header.
+
+  scripts/results.py check [README.md] [SUMMARY.json ...]
+      Exits 1 when the README table is not what `readme` would write (CTest).
+
+Exit codes: 0 done, 1 check found a difference, 2 bad usage or unreadable input.
+"""
+import glob
+import json
+import os
+import sys
+
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def die(msg):
+    print("results.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        die("cannot read %s: %s" % (path, e))
+
+
+def collect(results_dir, out_path):
+    run = load(os.path.join(results_dir, "run-full.json"))
+    seconds = {}
+    tsv = os.path.join(results_dir, "seconds-full.tsv")
+    if os.path.exists(tsv):
+        for line in open(tsv):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 2:
+                seconds[parts[0]] = float(parts[1])
+    lessons = {}
+    for path in sorted(glob.glob(os.path.join(results_dir, "[0-9][0-9]_*.json"))):
+        name = os.path.basename(path)[:-5]
+        if "." in name:  # NN_name.quick.json and the like: not the default-size run
+            continue
+        report = load(path)
+        lessons[name] = {
+            "result": report.get("result"),
+            "seconds": seconds.get(name),
+            "key_result": report.get("key_result"),
+            "targets": report.get("targets", []),
+            "warnings": report.get("warnings", []),
+            "bounds": report.get("bounds", []),
+            "yardsticks": report.get("yardsticks", []),
+            "variants": report.get("variants", []),
+            "device": report.get("device"),
+        }
+    if not lessons:
+        die("no lesson JSON in " + results_dir)
+    summary = dict(run)
+    summary["total_seconds"] = round(sum(v for v in seconds.values()), 1)
+    summary["lessons"] = lessons
+    with open(out_path, "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("results.py: %d lessons from %s -> %s" % (len(lessons), results_dir, out_path))
+
+
+def against(key):
+    if not key:
+        return ""
+    if key.get("ungraded"):
+        return "not graded: " + key["ungraded"]
+    frac = key.get("fraction")
+    if frac is None:
+        return ""
+    if key.get("against") == "bound":
+        return "%.1f%% of %s" % (100.0 * frac, key.get("of", ""))
+    return "%.2fx %s" % (frac, key.get("of", ""))
+
+
+def targets_text(lesson):
+    out = []
+    for t in lesson.get("targets", []):
+        if t.get("unit") == "%":
+            need = ">= %.0f%%" % (100 * t["minimum"])
+        else:
+            need = ">= %.2fx" % t["minimum"]
+        out.append(("met " if t.get("met") else "MISSED ") + need)
+    return ", ".join(out) if out else "-"
+
+
+def gpu_label(summary):
+    gpu = summary.get("gpu", "?")
+    # "GPU 0: NVIDIA H100 80GB HBM3 (cc 9.0, ...)" -> "NVIDIA H100 80GB HBM3"
+    if ": " in gpu:
+        gpu = gpu.split(": ", 1)[1]
+    return gpu.split(" (")[0]
+
+
+def table(summaries):
+    names = sorted({n for s in summaries for n in s["lessons"]})
+    lines = []
+    for s in summaries:
+        lines.append("- **%s**: driver %s, CUDA %s, %s; lessons ran in %.0f s (`scripts/run_all.sh`, build not counted)."
+                     % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"), s.get("date", "?"),
+                        s.get("total_seconds", 0)))
+    lines.append("")
+    head = "| lesson |"
+    rule = "|---|"
+    for s in summaries:
+        head += " %s: key result | against |" % gpu_label(s).replace("NVIDIA ", "")
+        rule += "---|---|"
+    head += " targets |"
+    rule += "---|"
+    lines += [head, rule]
+    for n in names:
+        row = "| %s |" % n.replace("_", " ", 1)
+        targets = "-"
+        for s in summaries:
+            lesson = s["lessons"].get(n)
+            if not lesson:
+                row += " (not run) | |"
+                continue
+            key = lesson.get("key_result") or {}
+            metric = key.get("metric", "")
+            if lesson.get("result") != "PASS":
+                metric = "**%s** %s" % (lesson.get("result"), metric)
+            if lesson.get("warnings"):
+                metric += " **WARNING**"
+            row += " %s | %s |" % (metric.replace("|", "/"), against(key))
+            if targets == "-":
+                targets = targets_text(lesson)
+        row += " %s |" % targets
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def summaries_from(args):
+    paths = args or sorted(glob.glob("docs/results/*.json"))
+    if not paths:
+        die("no summaries given and none in docs/results/")
+    return [load(p) for p in paths]
+
+
+def render(readme, summaries):
+    try:
+        text = open(readme).read()
+    except OSError as e:
+        die("cannot read %s: %s" % (readme, e))
+    if BEGIN not in text or END not in text:
+        die("%s has no %s ... %s markers" % (readme, BEGIN, END))
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    note = "<!-- generated by scripts/results.py readme from docs/results/*.json: do not edit by hand -->"
+    return text, head + BEGIN + "\n" + note + "\n\n" + table(summaries) + "\n\n" + END + tail
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) >= 2 else 2
+    cmd, args = argv[1], argv[2:]
+    if cmd == "collect":
+        if len(args) != 2:
+            die("usage: results.py collect RESULTS_DIR OUT.json")
+        collect(args[0], args[1])
+        return 0
+    if cmd in ("readme", "check"):
+        readme = "README.md"
+        if args and args[0].endswith(".md"):
+            readme, args = args[0], args[1:]
+        old, new = render(readme, summaries_from(args))
+        if cmd == "check":
+            if old != new:
+                print("results.py: the table in %s is not the one the summaries give; run scripts/results.py readme"
+                      % readme)
+                return 1
+            print("results.py: %s table matches the summaries" % readme)
+            return 0
+        with open(readme, "w") as f:
+            f.write(new)
+        print("results.py: wrote the results table of " + readme)
+        return 0
+    die("unknown command '%s' (collect, readme, check)" % cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
