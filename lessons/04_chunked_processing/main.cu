@@ -73,12 +73,18 @@ int main(int argc, char** argv) {
     report.config("elements_per_array", int64_t(total_elems));
     report.config("seed", opt.seed);
 
-    // The bound: pageable copies of one chunk-sized array, each direction alone, in bursts
-    // of back-to-back copies as the loop issues them, best of several trials; measured now
-    // (before our buffers exist, so both fit).
+    // What the link allows, measured now (before our buffers exist, so they fit), in bursts
+    // of back-to-back chunk-sized copies, each direction alone, best of several trials:
+    //  - pinned copies: the PCIe link itself, a bound no copy can beat;
+    //  - pageable copies, as this loop issues them: the driver stages them through a pinned
+    //    buffer with a CPU memcpy, so their rate depends on the host's caches and memory,
+    //    and a later copy can run faster. A yardstick, not a bound.
+    const lesson::LinkRates pinned = lesson::measure_link_gbps(chunk_bytes, /*pinned=*/true);
     const lesson::LinkRates link = lesson::measure_link_gbps(chunk_bytes, /*pinned=*/false);
-    report.bound("H2D pageable cudaMemcpy, chunk-sized burst", link.h2d, "GB/s");
-    report.bound("D2H pageable cudaMemcpy, chunk-sized burst", link.d2h, "GB/s");
+    report.bound("H2D pinned cudaMemcpyAsync, chunk-sized burst", pinned.h2d, "GB/s");
+    report.bound("D2H pinned cudaMemcpyAsync, chunk-sized burst", pinned.d2h, "GB/s");
+    report.yardstick("H2D pageable cudaMemcpy, chunk-sized burst", link.h2d, "GB/s");
+    report.yardstick("D2H pageable cudaMemcpy, chunk-sized burst", link.d2h, "GB/s");
 
     // 1. Allocate once, sized for one chunk, and reuse for every chunk.
     std::vector<float> h_in(chunk_elems), h_c(chunk_elems);  // value-initialized: pages touched before any copy
@@ -152,19 +158,24 @@ int main(int argc, char** argv) {
     // chunk. Generating and verifying are host work outside it (shown apart).
     const double h2d_bytes = 2.0 * total_elems * sizeof(float), d2h_bytes = 1.0 * total_elems * sizeof(float);
     const double e2e_ms = h2d_ms + kernel_ms + d2h_ms;
-    // Pageable copies do not overlap: the bound is H2D time + D2H time at the measured rates.
-    const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, link);
+    // Pageable copies do not overlap: H2D time + D2H time at the measured rates, pinned (the
+    // PCIe bound) and pageable (the yardstick: the same copies in a burst, no kernel, no host work).
+    const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, pinned);
+    const double pageable_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, link);
     const double moved = h2d_bytes + d2h_bytes;
-    report.bound("pageable transfer bound (H2D then D2H)", moved / (bound_ms * 1e6), "GB/s");
+    report.bound("PCIe bound of the loop's copies (pinned rates)", moved / (bound_ms * 1e6), "GB/s");
+    report.yardstick("pageable copies alone (H2D then D2H)", moved / (pageable_ms * 1e6), "GB/s");
     report.timing("each chunk's copies and kernel timed to completion (host clock for the pageable copies, events "
                   "for the kernel), summed over chunks");
     report.variant_bound("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
-                         moved / (bound_ms * 1e6), "transfer bound");
-    report.variant_bound("H2D: cudaMemcpy of A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s", link.h2d,
-                         "H2D pageable bound");
+                         moved / (bound_ms * 1e6), "PCIe bound");
+    report.variant_yardstick("chunk loop end-to-end vs pageable copies alone", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
+                             moved / (pageable_ms * 1e6), "pageable copies");
+    report.variant_yardstick("H2D: cudaMemcpy of A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s",
+                             link.h2d, "pageable burst");
     report.variant("add: addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
-    report.variant_bound("D2H: cudaMemcpy of C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
-                         "D2H pageable bound");
+    report.variant_yardstick("D2H: cudaMemcpy of C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
+                             "pageable burst");
     report.metric("host: generate A and B", gen_ms, "ms");
     report.metric("host: verify C", verify_ms, "ms");
     report.metric("whole loop, host work included", wall_ms, "ms");
@@ -175,8 +186,8 @@ int main(int argc, char** argv) {
     char key[128];
     std::snprintf(key, sizeof key, "chunk loop %.1f GB/s end-to-end, %lld matrices in chunks of %lld",
                   moved / (e2e_ms * 1e6), (long long)matrices, (long long)chunk);
-    report.key_result(key, bound_ms / e2e_ms, "pageable transfer bound", lesson::Against::Bound);
+    report.key_result(key, pageable_ms / e2e_ms, "pageable copies alone", lesson::Against::Yardstick);
     report.default_size(cli.at_default_size());
-    report.target("chunk loop of the pageable transfer bound", bound_ms / e2e_ms, 0.80);
+    report.target("chunk loop vs the pageable copies alone", pageable_ms / e2e_ms, 0.80, "x");
     return report.finish(opt.json);
 }

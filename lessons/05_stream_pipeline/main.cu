@@ -179,8 +179,9 @@ int main(int argc, char** argv) {
     report.bound("H2D pinned, burst of chunk copies", pinned.h2d, "GB/s");
     report.bound("D2H pinned, burst of chunk copies", pinned.d2h, "GB/s");
     report.bound("H2D + D2H pinned at once", pinned.both, "GB/s");
-    report.bound("H2D pageable, burst of chunk copies", pageable.h2d, "GB/s");
-    report.bound("D2H pageable, burst of chunk copies", pageable.d2h, "GB/s");
+    // Pageable copies are staged by a CPU memcpy: their rate is a yardstick, not a bound.
+    report.yardstick("H2D pageable, burst of chunk copies", pageable.h2d, "GB/s");
+    report.yardstick("D2H pageable, burst of chunk copies", pageable.d2h, "GB/s");
     const double h2d_bytes = 2.0 * total_bytes, d2h_bytes = 1.0 * total_bytes, link_bytes = h2d_bytes + d2h_bytes;
     const double up_ms = h2d_bytes / (pinned.h2d * 1e6), down_ms = d2h_bytes / (pinned.d2h * 1e6);
     const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, pinned);
@@ -247,7 +248,9 @@ int main(int argc, char** argv) {
     const double seq_pageable_ms = run_variant("(a) sequential, pageable", p_a.data(), p_b.data(), p_c.data(),
                                                [&] { run_sequential(w, p_a.data(), p_b.data(), p_c.data(), slots[0]); });
     report.variant_bound("(a) sequential, pageable", seq_pageable_ms, link_bytes / (seq_pageable_ms * 1e6), "GB/s",
-                         link_bytes / (pageable_bound_ms * 1e6), "pageable bound");
+                         link_bytes / (bound_ms * 1e6), "PCIe bound");
+    report.variant_yardstick("(a) against pageable copies alone", seq_pageable_ms, link_bytes / (seq_pageable_ms * 1e6),
+                             "GB/s", link_bytes / (pageable_bound_ms * 1e6), "pageable copies");
     seq_pinned_ms = run_variant("(b) sequential, pinned", h_a, h_b, h_c, [&] { run_sequential(w, h_a, h_b, h_c, slots[0]); });
     report.variant_bound("(b) sequential, pinned", seq_pinned_ms, link_bytes / (seq_pinned_ms * 1e6), "GB/s",
                          link_bytes / (bound_ms * 1e6), "PCIe bound");
