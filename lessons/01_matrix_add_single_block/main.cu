@@ -4,7 +4,9 @@
 // (row = y, col = x). threadIdx.x runs along a row, the contiguous direction
 // of a row-major matrix, so neighbouring threads of a warp touch neighbouring
 // addresses (coalescing). The original text maps threadIdx.x to the row; that
-// kernel is here too, for comparison. See README.md.
+// kernel is here too, for comparison. Lesson 01 of the course: lesson 00 added
+// vectors, lesson 02 covers any N with a grid of blocks.
+// Run: ./matrix_add_single_block. See README.md.
 #include <cstdio>
 #include <vector>
 
@@ -21,7 +23,7 @@
 constexpr int N = 16;  // the matrix is N x N, the block N x N threads
 
 // threadIdx.x -> column: a warp (32 consecutive threads = two rows of 16)
-// reads two runs of 16 consecutive floats.
+// reads 32 consecutive floats: 128 bytes, 4 sectors of 32 bytes.
 __global__ void addMatrices(const float* A, const float* B, float* C) {
     int col = threadIdx.x;
     int row = threadIdx.y;
@@ -29,8 +31,9 @@ __global__ void addMatrices(const float* A, const float* B, float* C) {
     C[idx] = A[idx] + B[idx];
 }
 
-// The original text's mapping, threadIdx.x -> row: the same warp reads 32
-// floats that lie N apart. Correct here, but uncoalesced (lesson 02 measures it).
+// The original text's mapping, threadIdx.x -> row: the same warp reads 16
+// rows N floats apart, two neighbouring columns (one per half-warp): 16
+// sectors per load instead of 4. Correct, but uncoalesced (lesson 02 measures it).
 __global__ void addMatricesRowMapped(const float* A, const float* B, float* C) {
     int row = threadIdx.x;
     int col = threadIdx.y;
