@@ -2,9 +2,11 @@
 //
 // First the original text's 256x256 matrix over a 16x16 grid of 16x16 blocks,
 // then sizes that are not multiples of 16 (the grid is ceil-divided and the
-// kernel checks bounds), then a matrix large enough to measure bandwidth,
-// where the text's thread mapping (threadIdx.x -> row) is timed against ours
-// (threadIdx.x -> column). See README.md.
+// kernel checks bounds), then a rows x cols matrix large enough to measure
+// bandwidth, where the text's thread mapping (threadIdx.x -> row) is timed
+// against ours (threadIdx.x -> column). Lesson 02 of the course: lesson 01 used
+// one block, lesson 03 adds a third grid dimension for a batch.
+// Run: ./matrix_add_multi_block [--n=12000 | --rows=R --cols=C]. See README.md.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,6 +26,8 @@
 constexpr int TILE = 16;  // 16x16 threads per block
 
 // x runs along columns (contiguous in row-major memory): coalesced.
+// EXERCISE 4 BEGIN: loop over rows with a stride of gridDim.y * blockDim.y, so that a grid capped
+// at 65535 blocks in y covers more than 1,048,560 rows (then raise the --rows limit and cap grid_of)
 __global__ void addMatrices(const float* A, const float* B, float* C, int rows, int cols) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -32,9 +36,13 @@ __global__ void addMatrices(const float* A, const float* B, float* C, int rows, 
         C[idx] = A[idx] + B[idx];
     }
 }
+// EXERCISE 4 END
 
-// The original text's mapping: x runs down the rows. A warp's 32 loads are
-// `cols` floats apart, so each one needs its own memory transaction.
+// The original text's mapping: x runs down the rows. A half-warp's 16 loads are
+// `cols` floats apart (16 rows), and the two half-warps read neighbouring
+// columns, so a warp-wide load touches 16 sectors of 32 bytes instead of 4.
+// L1 keeps those sectors for the neighbouring threads that use the rest of them
+// (README: L2 and DRAM see the same bytes as for addMatrices).
 __global__ void addMatricesRowMapped(const float* A, const float* B, float* C, int rows, int cols) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     int col = blockIdx.y * blockDim.y + threadIdx.y;
@@ -45,9 +53,9 @@ __global__ void addMatricesRowMapped(const float* A, const float* B, float* C, i
 }
 
 // x -> column again, but each thread adds 4 neighbouring columns with 16-byte
-// loads: 4x the bytes in flight per thread, which an HBM3 GPU needs to reach
-// its copy bandwidth. Rows start 16-byte aligned only when cols % 4 == 0; other
-// widths take the scalar path (still correct, just slower).
+// loads: 4x the bytes in flight per thread, which HBM needs to come close to
+// its DRAM bound (Little's law, README). Rows start 16-byte aligned only when
+// cols % 4 == 0; other widths take the scalar path (still correct, just slower).
 __global__ void addMatricesVec4(const float* A, const float* B, float* C, int rows, int cols) {
     int col = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     int row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -64,18 +72,34 @@ __global__ void addMatricesVec4(const float* A, const float* B, float* C, int ro
 
 enum class Mapping { XIsColumn, XIsRow, Vec4 };
 
+constexpr int64_t kMaxSide = int64_t(lesson::kMaxGridYZ) * TILE;  // 65535 blocks of 16: 1,048,560
+
+// The grid of 16x16 blocks for one mapping. x -> column: x covers the columns
+// (a quarter of them for Vec4, 4 per thread), y the rows, so gridDim.y limits
+// the rows to 1,048,560. x -> row: x covers the rows, y the columns.
+// lesson::grid_for says ok = false instead of wrapping a dimension past its limit.
+static lesson::Grid grid_of(Mapping mapping, int64_t rows, int64_t cols) {
+    if (mapping == Mapping::XIsRow) return lesson::grid_for(uint64_t(rows), uint64_t(cols), 1, TILE, TILE);
+    return lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, mapping == Mapping::Vec4 ? 4 * TILE : TILE, TILE);
+}
+
+static const char* name_of(Mapping mapping) {
+    return mapping == Mapping::XIsColumn ? "addMatrices" : mapping == Mapping::XIsRow ? "addMatricesRowMapped"
+                                                                                      : "addMatricesVec4";
+}
+
 struct Result {
     lesson::Check check;
     double ms = 0;  // median kernel time (0 when not timed)
 };
 
-// Allocate, copy in, launch over a 2D grid, copy out, verify: one N x N add.
-static Result add_square(int n, Mapping mapping, const lesson::CommonOptions& opt, int repeat, bool inject,
-                         double* cpu_ms) {
-    const size_t count = size_t(n) * n, bytes = count * sizeof(float);
+// Allocate, copy in, launch over a 2D grid, copy out, verify: one rows x cols add.
+static Result add_matrix(int rows, int cols, Mapping mapping, const lesson::CommonOptions& opt, int repeat,
+                         bool inject, double* cpu_ms) {
+    const size_t count = size_t(rows) * cols, bytes = count * sizeof(float);
     std::vector<float> h_A(count), h_B(count), h_C(count);
-    verify::fill_uniform(h_A.data(), count, opt.seed + n);
-    verify::fill_uniform(h_B.data(), count, opt.seed + n + 1);
+    verify::fill_uniform(h_A.data(), count, opt.seed + rows + 7 * cols);
+    verify::fill_uniform(h_B.data(), count, opt.seed + rows + 7 * cols + 1);
 
     float *d_A, *d_B, *d_C;
     CUDA_CHECK(cudaMalloc(&d_A, bytes));
@@ -85,15 +109,15 @@ static Result add_square(int n, Mapping mapping, const lesson::CommonOptions& op
     CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(d_C, 0xFF, bytes));  // NaN poison
 
-    // ceil(n / 16) blocks each way; for x -> row the grid's x covers rows, but the matrix is square.
-    dim3 threads(TILE, TILE);
-    // Vec4 threads cover 4 columns each, so x needs a quarter of the blocks.
-    dim3 blocks(static_cast<unsigned>(lesson::ceil_div(n, mapping == Mapping::Vec4 ? 4 * TILE : TILE)),
-                static_cast<unsigned>(lesson::ceil_div(n, TILE)));
+    // ceil(cols / 16) x ceil(rows / 16) blocks (x and y swapped for x -> row, a quarter of
+    // the x blocks for Vec4). main() checked every grid's `ok` before any CUDA call.
+    const dim3 threads(TILE, TILE);
+    const lesson::Grid g = grid_of(mapping, rows, cols);
+    const dim3 blocks(g.x, g.y);
     auto launch = [&] {
-        if (mapping == Mapping::XIsColumn) addMatrices<<<blocks, threads>>>(d_A, d_B, d_C, n, n);
-        else if (mapping == Mapping::XIsRow) addMatricesRowMapped<<<blocks, threads>>>(d_A, d_B, d_C, n, n);
-        else addMatricesVec4<<<blocks, threads>>>(d_A, d_B, d_C, n, n);
+        if (mapping == Mapping::XIsColumn) addMatrices<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
+        else if (mapping == Mapping::XIsRow) addMatricesRowMapped<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
+        else addMatricesVec4<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
         CUDA_CHECK_LAUNCH();
     };
     launch();
@@ -110,32 +134,44 @@ static Result add_square(int n, Mapping mapping, const lesson::CommonOptions& op
     std::vector<double> ref(count);
     verify::add_reference(h_A.data(), h_B.data(), ref.data(), count);
     if (cpu_ms) *cpu_ms = cpu.ms();
-    const char* name = mapping == Mapping::XIsColumn ? " addMatrices"
-                       : mapping == Mapping::XIsRow  ? " addMatricesRowMapped"
-                                                     : " addMatricesVec4";
-    std::string what = std::to_string(n) + "x" + std::to_string(n) + name + ", every element";
+    std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " " + name_of(mapping) + ", every element";
     r.check = verify::compare(h_C.data(), ref.data(), count, 1e-5, what);
     return r;
 }
 
 int main(int argc, char** argv) {
     lesson::CommonOptions opt;
-    int64_t n = 12000;
+    int64_t n = 12000, rows = 12000, cols = 12000;
     lesson::Cli cli("matrix_add_multi_block",
-                    "Adds N x N matrices over a 2D grid of 16x16 blocks: 256, 1000, 8191, then --n for bandwidth.");
+                    "Adds matrices over a 2D grid of 16x16 blocks: 256, 1000, 8191 squares, then a --rows x --cols\n"
+                    "matrix (--n for a square one) for bandwidth, with both thread mappings and float4 loads.");
     lesson::add_common_flags(cli, opt);
-    // gridDim.y <= 65535 blocks of 16 rows caps N at 1048560.
-    cli.add_int("n", &n, 1, 65535 * TILE, "side of the large square matrix (bandwidth run)", 1024);
+    // gridDim.y <= 65535 blocks of 16 rows caps the rows at 1,048,560 (and the columns, for the
+    // text's mapping, whose grid y covers the columns).
+    cli.add_int("n", &n, 1, kMaxSide, "side of a square bandwidth run: sets --rows and --cols", 1024);
+    cli.add_int("rows", &rows, 1, kMaxSide, "rows of the bandwidth run (gridDim.y <= 65535 blocks of 16 rows)", 1024);
+    cli.add_int("cols", &cols, 1, kMaxSide, "columns of the bandwidth run", 1024);
     cli.parse_or_exit(argc, argv);
+    if (cli.given("n")) {
+        if (!cli.given("rows")) rows = n;
+        if (!cli.given("cols")) cols = n;
+    }
+    const std::string shape = "--rows=" + std::to_string(rows) + " --cols=" + std::to_string(cols);
+    for (Mapping m : {Mapping::XIsColumn, Mapping::XIsRow, Mapping::Vec4})
+        if (!grid_of(m, rows, cols).ok)
+            lesson::bad_input(shape + " needs more than 65535 blocks in y for " + name_of(m) +
+                              "; allowed: rows and cols up to 1048560");
 
-    const size_t big = size_t(n) * size_t(n);
-    lesson::require_host_memory(big * (3 * sizeof(float) + sizeof(double)), "pageable", "--n=" + std::to_string(n));
+    const size_t big = size_t(rows) * size_t(cols);
+    // Host, one run at a time: A, B, C as floats and the double reference (20 bytes per element).
+    lesson::require_host_memory(big * (3 * sizeof(float) + sizeof(double)), "pageable", shape);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
-    lesson::require_device_memory(big * 3 * sizeof(float), "--n=" + std::to_string(n));
+    lesson::require_device_memory(big * 3 * sizeof(float), shape);
 
     lesson::Report report("02_matrix_add_multi_block");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
+    report.config("rows", rows);
+    report.config("cols", cols);
     report.config("block", std::string("16x16"));
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
@@ -143,16 +179,16 @@ int main(int argc, char** argv) {
     // 1. The text's 256x256 (a 16x16 grid), then sizes that are not multiples of 16.
     for (int side : {256, 1000, 8191}) {
         if (opt.quick && side == 8191) continue;
-        report.check(add_square(side, Mapping::XIsColumn, opt, 0, false, nullptr).check);
+        report.check(add_matrix(side, side, Mapping::XIsColumn, opt, 0, false, nullptr).check);
     }
-    report.check(add_square(1001, Mapping::Vec4, opt, 0, false, nullptr).check);  // the scalar path
+    report.check(add_matrix(1001, 1001, Mapping::Vec4, opt, 0, false, nullptr).check);  // the scalar path
 
-    // 2. The bandwidth run: both mappings, each verified. --inject-fault corrupts the first.
+    // 2. The bandwidth run: all three kernels, each verified. --inject-fault corrupts the first.
+    const int R = static_cast<int>(rows), C = static_cast<int>(cols);
     double cpu_ms = 0;
-    Result col = add_square(static_cast<int>(n), Mapping::XIsColumn, opt, static_cast<int>(opt.repeat),
-                            opt.inject_fault, &cpu_ms);
-    Result row = add_square(static_cast<int>(n), Mapping::XIsRow, opt, static_cast<int>(opt.repeat), false, nullptr);
-    Result vec = add_square(static_cast<int>(n), Mapping::Vec4, opt, static_cast<int>(opt.repeat), false, nullptr);
+    Result col = add_matrix(R, C, Mapping::XIsColumn, opt, static_cast<int>(opt.repeat), opt.inject_fault, &cpu_ms);
+    Result row = add_matrix(R, C, Mapping::XIsRow, opt, static_cast<int>(opt.repeat), false, nullptr);
+    Result vec = add_matrix(R, C, Mapping::Vec4, opt, static_cast<int>(opt.repeat), false, nullptr);
     report.check(col.check);
     report.check(row.check);
     report.check(vec.check);
@@ -170,9 +206,10 @@ int main(int argc, char** argv) {
     report.variant_bound("addMatrices (x -> column, coalesced)", col.ms, col_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
     report.variant_bound("addMatricesVec4 (x -> 4 columns, float4)", vec.ms, vec_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
     report.metric("x -> column speedup over x -> row", row.ms / col.ms, "x");
-    if (n % 4 != 0) report.note("--n is not a multiple of 4: addMatricesVec4 ran its scalar path");
+    report.metric("working set (A, B, C)", bytes / 1e6, "MB");
+    if (cols % 4 != 0) report.note("--cols is not a multiple of 4: addMatricesVec4 ran its scalar path");
     char key[96];
-    std::snprintf(key, sizeof key, "addMatricesVec4 %.0f GB/s at %lldx%lld", vec_gbps, (long long)n, (long long)n);
+    std::snprintf(key, sizeof key, "addMatricesVec4 %.0f GB/s at %lldx%lld", vec_gbps, (long long)rows, (long long)cols);
     report.key_result(key, vec_gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
     report.default_size(cli.at_default_size());
     report.target("addMatricesVec4 of the DRAM bound", vec_gbps / dram.gbps, 0.90);
