@@ -5,7 +5,10 @@
 // grid, but gridDim.z is limited to 65535, so the kernel walks the batch with a
 // grid-stride loop over z: one launch covers any batch size. The report sets
 // the text's launch beside a launch per matrix and a float4 version, and a
-// second run past the z limit (--limit-batch) proves the loop. See README.md.
+// second run past the z limit (--limit-batch) proves the loop. Lesson 03 of
+// the course: lesson 02 covered one matrix with a 2D grid, lesson 04 processes a
+// data set larger than the GPU in chunks.
+// Run: ./batched_3d_grid [--n=256 --batch=1000]. See README.md.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -72,9 +75,16 @@ struct LaunchPlan {
 
 // The launch shape: grid_for() ceil-divides the columns and rows by 16 for x
 // and y; z is the number of matrix layers asked for, capped at the hardware's
-// 65535 (the kernel's z loop covers the rest).
+// 65535 (the kernel's z loop covers the rest). grid_for() reports a dimension
+// past its limit as ok = false instead of wrapping it: main() checks every grid
+// it will launch before any CUDA call (exit 2), and grid_of() refuses one that
+// is not ok rather than launch a wrong shape.
+static lesson::Grid plan_grid(int cols, int rows, uint64_t z) {
+    return lesson::grid_for(uint64_t(cols), uint64_t(rows), std::min<uint64_t>(z, lesson::kMaxGridYZ), kTile, kTile);
+}
 static dim3 grid_of(int cols, int rows, uint64_t z) {
-    const lesson::Grid g = lesson::grid_for(cols, rows, std::min<uint64_t>(z, lesson::kMaxGridYZ), kTile, kTile);
+    const lesson::Grid g = plan_grid(cols, rows, z);
+    if (!g.ok) lesson::fail_call("host", "grid_of", "grid past the hardware limits (Grid::ok is false)", __FILE__, __LINE__);
     return dim3(g.x, g.y, g.z);
 }
 
@@ -145,6 +155,18 @@ int main(int argc, char** argv) {
     cli.add_int("limit-n", &limit_n, 1, 256, "matrix side of the second run, past the grid limit", 4);
     cli.add_int("limit-batch", &limit_batch, 65536, 10000000, "matrices of the second run (more than 65535)");
     cli.parse_or_exit(argc, argv);
+
+    // Every grid this run launches, checked before any CUDA call: x = ceil(cols / 16) (a quarter of
+    // the columns for float4), y = ceil(rows / 16), z = min(batch, 65535).
+    struct Shape { int cols, rows; uint64_t z; };
+    std::vector<Shape> shapes = {{int(n), int(n), uint64_t(batch)}, {int(n), int(n), 1},
+                                 {int(limit_n), int(limit_n), uint64_t(limit_batch)}};
+    if (n % 4 == 0) shapes.push_back({int(n / 4), int(n), uint64_t(batch)});
+    for (const Shape& sh : shapes)
+        if (!plan_grid(sh.cols, sh.rows, sh.z).ok)
+            lesson::bad_input("a grid of " + std::to_string(sh.cols) + " x " + std::to_string(sh.rows) + " x " +
+                              std::to_string(sh.z) + " elements in 16 x 16 blocks passes the hardware limits "
+                              "(x <= 2^31 - 1, y and z <= 65535 blocks); allowed: --n up to 8192, --limit-n up to 256");
 
     // Per element: A, B, C as floats and the double reference on the host; A, B, C on the GPU.
     const uint64_t elems = std::max(uint64_t(n) * n * batch, uint64_t(limit_n) * limit_n * limit_batch);
