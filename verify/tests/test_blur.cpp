@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/blur.h"

@@ -1,5 +1,7 @@
 #include <cmath>
 #include <complex>
+#include <cstdint>
+#include <initializer_list>
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/fft.h"

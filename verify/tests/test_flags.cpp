@@ -1,3 +1,7 @@
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
 #include "catch_shim.hpp"
 #include "common/flags.h"
 

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/gemm_checksum.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "catch_shim.hpp"
 #include "common/launch.h"
 

@@ -1,3 +1,6 @@
+#include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 #include "catch_shim.hpp"
 #include "common/report.h"

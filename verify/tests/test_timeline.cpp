@@ -1,3 +1,4 @@
+#include <cstddef>
 #include <string>
 #include "catch_shim.hpp"
 #include "common/timeline.h"

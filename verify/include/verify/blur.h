@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include "verify/parallel.h"
 
 namespace verify {
 
@@ -16,9 +17,9 @@ constexpr int kBlur3x3Weights[3][3] = {{1, 2, 1}, {2, 4, 2}, {1, 2, 1}};
 // Clamp-to-edge: the index of the pixel that stands in for position i of an axis of length n.
 inline int64_t clamp_to_edge(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
 
-// out = blur(in) for one width x height image (row-major: pixel (x, y) at y * width + x).
-inline void blur3x3_reference(const float* in, double* out, int64_t width, int64_t height) {
-    for (int64_t y = 0; y < height; ++y) {
+// Rows [y0, y1) of out = blur(in): the single-threaded loop.
+inline void blur3x3_rows(const float* in, double* out, int64_t width, int64_t height, int64_t y0, int64_t y1) {
+    for (int64_t y = y0; y < y1; ++y) {
         const float* rows[3];
         for (int dy = -1; dy <= 1; ++dy) rows[dy + 1] = in + clamp_to_edge(y + dy, height) * width;
         for (int64_t x = 0; x < width; ++x) {
@@ -29,6 +30,15 @@ inline void blur3x3_reference(const float* in, double* out, int64_t width, int64
             out[y * width + x] = s / 16.0;
         }
     }
+}
+
+// out = blur(in) for one width x height image (row-major: pixel (x, y) at y * width + x).
+// Blocks of rows run on all host cores; each pixel is the same sum as on one thread.
+inline void blur3x3_reference(const float* in, double* out, int64_t width, int64_t height) {
+    if (width <= 0 || height <= 0) return;
+    parallel_blocks(uint64_t(height), items_per_block(9 * uint64_t(width)), [=](uint64_t y0, uint64_t y1) {
+        blur3x3_rows(in, out, width, height, int64_t(y0), int64_t(y1));
+    });
 }
 
 }  // namespace verify

@@ -10,6 +10,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 namespace verify {
@@ -19,11 +20,13 @@ namespace verify {
 // chunk arrives, so a Comparer can accumulate chunk by chunk.
 inline double uniform_sum_rms() { return std::sqrt(2.0 / 3.0); }
 
-// ref[i] = A[first + i] + B[first + i] in double, for i < count.
+// ref[i] = A[first + i] + B[first + i] in double, for i < count. Blocks of elements run on all host cores.
 inline void chunk_add_reference(double* ref, uint64_t count, uint64_t seed, uint64_t first) {
-    for (uint64_t i = 0; i < count; ++i)
-        ref[i] = static_cast<double>(hash_uniform(seed, first + i)) +
-                 static_cast<double>(hash_uniform(seed + 1, first + i));
+    parallel_blocks(count, items_per_block(1), [=](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i)
+            ref[i] = static_cast<double>(hash_uniform(seed, first + i)) +
+                     static_cast<double>(hash_uniform(seed + 1, first + i));
+    });
 }
 
 }  // namespace verify

@@ -6,12 +6,18 @@
 // within tol. `scale` is the magnitude below which errors count as absolute
 // (by default the RMS of the reference), so sums that cancel to ~0 are judged
 // against the size of their terms, not against 0.
+//
+// Sums and maxima run over fixed blocks of kReduceBlock elements on all host
+// cores (verify/parallel.h), combined in block order: the same bits for any
+// thread count.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 #include "common/report.h"
+#include "verify/parallel.h"
 
 namespace verify {
 
@@ -23,19 +29,9 @@ public:
     // gpu[i] vs ref[i] for i < n; `offset` is the global index of element 0.
     template <class G, class R>
     void add(const G* gpu, const R* ref, uint64_t n, uint64_t offset = 0) {
-        for (uint64_t i = 0; i < n; ++i) {
-            double g = static_cast<double>(gpu[i]);
-            double r = static_cast<double>(ref[i]);
-            double d = g - r;
-            diff2_ += d * d;
-            ref2_ += r * r;
-            double ad = std::fabs(d);
-            if (ad > max_abs_ || std::isnan(ad)) max_abs_ = ad;
-            if (!(ad <= tol_ * (std::fabs(r) + scale_)) || !std::isfinite(g)) {
-                if (first_bad_ < 0) first_bad_ = static_cast<int64_t>(offset + i);
-                ++bad_;
-            }
-        }
+        const std::vector<Tally> parts = block_partials<Tally>(
+            n, kReduceBlock, [&](uint64_t begin, uint64_t end) { return tally(gpu, ref, begin, end, offset); });
+        for (const Tally& t : parts) merge(t);
         n_ += n;
     }
 
@@ -54,16 +50,59 @@ public:
     }
 
 private:
+    // What one block of elements contributes.
+    struct Tally {
+        double diff2 = 0, ref2 = 0, max_abs = 0;
+        int64_t first_bad = -1;
+        uint64_t bad = 0;
+    };
+
+    // Elements [begin, end) of one add(): the single-threaded comparison loop.
+    template <class G, class R>
+    Tally tally(const G* gpu, const R* ref, uint64_t begin, uint64_t end, uint64_t offset) const {
+        Tally t;
+        for (uint64_t i = begin; i < end; ++i) {
+            double g = static_cast<double>(gpu[i]);
+            double r = static_cast<double>(ref[i]);
+            double d = g - r;
+            t.diff2 += d * d;
+            t.ref2 += r * r;
+            double ad = std::fabs(d);
+            if (ad > t.max_abs || std::isnan(ad)) t.max_abs = ad;  // once NaN, stays NaN: NaN never passes
+            if (!(ad <= tol_ * (std::fabs(r) + scale_)) || !std::isfinite(g)) {
+                if (t.first_bad < 0) t.first_bad = static_cast<int64_t>(offset + i);
+                ++t.bad;
+            }
+        }
+        return t;
+    }
+
+    // Blocks are merged in order, so the sums are the same for any thread count. The first bad
+    // index is the smallest one seen, whatever order the pieces (chunks) were added in.
+    void merge(const Tally& t) {
+        diff2_ += t.diff2;
+        ref2_ += t.ref2;
+        if (t.max_abs > max_abs_ || std::isnan(t.max_abs)) max_abs_ = t.max_abs;
+        if (t.first_bad >= 0 && (first_bad_ < 0 || t.first_bad < first_bad_)) first_bad_ = t.first_bad;
+        bad_ += t.bad;
+    }
+
     double tol_, scale_;
     double diff2_ = 0, ref2_ = 0, max_abs_ = 0;
     int64_t first_bad_ = -1;
     uint64_t bad_ = 0, n_ = 0;
 };
 
+// Root mean square of ref[0..n): block sums of squares, added in block order.
 template <class R>
 double rms(const R* ref, uint64_t n) {
+    const std::vector<double> parts = block_partials<double>(n, kReduceBlock, [&](uint64_t begin, uint64_t end) {
+        double s = 0;
+        for (uint64_t i = begin; i < end; ++i) s += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
+        return s;
+    });
     double s = 0;
-    for (uint64_t i = 0; i < n; ++i) s += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
+    for (double p : parts) s += p;
     return n ? std::sqrt(s / double(n)) : 0.0;
 }
 

@@ -12,16 +12,20 @@
 //   fft2d           rows, then columns
 //   complex_matmul_reference   C = A * B for complex row-major matrices
 //   complex_vecmat_reference   one row of such a product, v * B
-//   parallel_for    spreads whole images over host threads (each image's
-//                   reference itself stays single-threaded)
+//
+// Each runs on all host cores over independent outputs (bins, rows, columns,
+// row blocks; verify/parallel.h), every output computed by the same operations
+// as on one thread. Called from inside verify::parallel_for (a batch of images
+// on the cores), they run inline.
 #pragma once
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
-#include <thread>
+#include <utility>
 #include <vector>
+#include "verify/parallel.h"
 
 namespace verify {
 
@@ -38,13 +42,15 @@ inline cplx unit_root(int sign, uint64_t num, uint64_t den) {
     return cplx(std::cos(a), sign * std::sin(a));
 }
 
-// out[k] = sum_j in[j] * exp(sign * 2*pi*i * j*k / n). O(n^2); in != out.
+// out[k] = sum_j in[j] * exp(sign * 2*pi*i * j*k / n). O(n^2); in != out. Blocks of bins k on all cores.
 inline void dft_direct(const cplx* in, cplx* out, uint64_t n, int sign) {
-    for (uint64_t k = 0; k < n; ++k) {
-        cplx s = 0.0;
-        for (uint64_t j = 0; j < n; ++j) s += in[j] * unit_root(sign, j * k, n);
-        out[k] = s;
-    }
+    parallel_blocks(n, items_per_block(16 * n), [=](uint64_t k0, uint64_t k1) {  // a root costs a cos and a sin
+        for (uint64_t k = k0; k < k1; ++k) {
+            cplx s = 0.0;
+            for (uint64_t j = 0; j < n; ++j) s += in[j] * unit_root(sign, j * k, n);
+            out[k] = s;
+        }
+    });
 }
 
 // A plan for transforms of one length n (any n >= 1). run() is const, so one
@@ -127,21 +133,33 @@ private:
     std::vector<cplx> tw_, chirp_, kernel_;
 };
 
-// Transforms each column of a rows x cols row-major array in place.
-inline void fft_columns(cplx* x, uint64_t rows, uint64_t cols, int sign) {
-    Fft1d plan(rows);
-    std::vector<cplx> column(rows);
-    for (uint64_t c = 0; c < cols; ++c) {
-        for (uint64_t r = 0; r < rows; ++r) column[r] = x[r * cols + c];
-        plan.run(column.data(), sign);
-        for (uint64_t r = 0; r < rows; ++r) x[r * cols + c] = column[r];
-    }
+// About the work of one transform of length n, for sizing blocks of transforms.
+inline uint64_t fft_work(uint64_t n) {
+    uint64_t log2n = 1;
+    while ((uint64_t(1) << log2n) < n) ++log2n;
+    return 8 * n * log2n;
 }
 
-// Transforms each row of a rows x cols row-major array in place.
+// Transforms each column of a rows x cols row-major array in place; blocks of
+// columns on all cores, one plan shared (run() is const), a column buffer each.
+inline void fft_columns(cplx* x, uint64_t rows, uint64_t cols, int sign) {
+    const Fft1d plan(rows);
+    parallel_blocks(cols, items_per_block(fft_work(rows)), [&plan, x, rows, cols, sign](uint64_t c0, uint64_t c1) {
+        std::vector<cplx> column(rows);
+        for (uint64_t c = c0; c < c1; ++c) {
+            for (uint64_t r = 0; r < rows; ++r) column[r] = x[r * cols + c];
+            plan.run(column.data(), sign);
+            for (uint64_t r = 0; r < rows; ++r) x[r * cols + c] = column[r];
+        }
+    });
+}
+
+// Transforms each row of a rows x cols row-major array in place; blocks of rows on all cores.
 inline void fft_rows(cplx* x, uint64_t rows, uint64_t cols, int sign) {
-    Fft1d plan(cols);
-    for (uint64_t r = 0; r < rows; ++r) plan.run(x + r * cols, sign);
+    const Fft1d plan(cols);
+    parallel_blocks(rows, items_per_block(fft_work(cols)), [&plan, x, cols, sign](uint64_t r0, uint64_t r1) {
+        for (uint64_t r = r0; r < r1; ++r) plan.run(x + r * cols, sign);
+    });
 }
 
 // 2D transform of a rows x cols row-major array in place: every row, then every column.
@@ -153,28 +171,25 @@ inline void fft2d(cplx* x, uint64_t rows, uint64_t cols, int sign) {
 // Interleaved float complex (re, im pairs) -> complex double.
 inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
     std::vector<cplx> v(count);
-    for (uint64_t i = 0; i < count; ++i) v[i] = cplx(interleaved[2 * i], interleaved[2 * i + 1]);
+    cplx* out = v.data();
+    parallel_blocks(count, items_per_block(1), [=](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i) out[i] = cplx(interleaved[2 * i], interleaved[2 * i + 1]);
+    });
     return v;
 }
 
-// C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
-// interleaved float complex, C accumulated in double. Loop order i-k-j over
-// blocks of four rows of C (each pass over a row of B serves four rows), with
-// real and imaginary parts in separate arrays so the inner loop vectorizes.
-inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
-    std::vector<double> br(static_cast<size_t>(K * N)), bi(static_cast<size_t>(K * N));
-    for (int64_t i = 0; i < K * N; ++i) {
-        br[i] = B[2 * i];
-        bi[i] = B[2 * i + 1];
-    }
+// Rows [i_begin, i_end) of C = A * B, with B split into its real (br) and
+// imaginary (bi) parts as doubles: the single-threaded loop (see below).
+inline void complex_matmul_rows(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
+                                int64_t i_begin, int64_t i_end) {
     std::vector<double> cr(static_cast<size_t>(4 * N)), ci(static_cast<size_t>(4 * N));
-    for (int64_t i0 = 0; i0 < M; i0 += 4) {
-        const int64_t rows = (M - i0 < 4) ? M - i0 : 4;
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += 4) {
+        const int64_t rows = (i_end - i0 < 4) ? i_end - i0 : 4;
         std::fill(cr.begin(), cr.end(), 0.0);
         std::fill(ci.begin(), ci.end(), 0.0);
         for (int64_t k = 0; k < K; ++k) {
-            const double* bkr = br.data() + k * N;
-            const double* bki = bi.data() + k * N;
+            const double* bkr = br + k * N;
+            const double* bki = bi + k * N;
             for (int64_t r = 0; r < rows; ++r) {
                 const int64_t ia = 2 * ((i0 + r) * K + k);
                 const double ar = A[ia], ai = A[ia + 1];
@@ -191,36 +206,52 @@ inline void complex_matmul_reference(const float* A, const float* B, cplx* C, in
     }
 }
 
-// out = v * B for a row vector v (length K, double) and B (K x N, interleaved
-// float complex, row-major): one row of a product in O(K * N).
-inline void complex_vecmat_reference(const cplx* v, const float* B, cplx* out, int64_t N, int64_t K) {
-    std::vector<double> re(static_cast<size_t>(N), 0.0), im(static_cast<size_t>(N), 0.0);
+// C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
+// interleaved float complex, C accumulated in double. Loop order i-k-j over
+// blocks of four rows of C (each pass over a row of B serves four rows), with
+// real and imaginary parts in separate arrays so the inner loop vectorizes.
+// Blocks of four rows run on all cores; every element of C is the same sum, k
+// upwards, whatever block it falls in.
+inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
+    if (M <= 0 || N <= 0) return;
+    std::vector<double> br(static_cast<size_t>(K * N)), bi(static_cast<size_t>(K * N));
+    double *pr = br.data(), *pi = bi.data();
+    parallel_blocks(uint64_t(K * N), items_per_block(1), [=](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i) {
+            pr[i] = B[2 * i];
+            pi[i] = B[2 * i + 1];
+        }
+    });
+    const uint64_t groups = uint64_t((M + 3) / 4);
+    parallel_blocks(groups, items_per_block(uint64_t(16 * K * N)), [=](uint64_t g0, uint64_t g1) {
+        complex_matmul_rows(A, pr, pi, C, N, K, int64_t(4 * g0), std::min(M, int64_t(4 * g1)));
+    });
+}
+
+// Columns [j0, j1) of out = v * B: the single-threaded loop.
+inline void complex_vecmat_columns(const cplx* v, const float* B, cplx* out, int64_t N, int64_t K, int64_t j0,
+                                   int64_t j1) {
+    std::vector<double> re(static_cast<size_t>(j1 - j0), 0.0), im(static_cast<size_t>(j1 - j0), 0.0);
     for (int64_t k = 0; k < K; ++k) {
         const double vr = v[k].real(), vi = v[k].imag();
         const float* b = B + 2 * k * N;
-        for (int64_t j = 0; j < N; ++j) {
-            re[j] += vr * b[2 * j] - vi * b[2 * j + 1];
-            im[j] += vr * b[2 * j + 1] + vi * b[2 * j];
+        for (int64_t j = j0; j < j1; ++j) {
+            re[j - j0] += vr * b[2 * j] - vi * b[2 * j + 1];
+            im[j - j0] += vr * b[2 * j + 1] + vi * b[2 * j];
         }
     }
-    for (int64_t j = 0; j < N; ++j) out[j] = cplx(re[j], im[j]);
+    for (int64_t j = j0; j < j1; ++j) out[j] = cplx(re[j - j0], im[j - j0]);
 }
 
-// Calls fn(i) for every i in [0, count), on up to `threads` host threads (0 =
-// all cores), each taking the next index when it is free. fn must be safe to
-// run concurrently for different i (write to separate places, or lock).
-template <class Fn>
-void parallel_for(int64_t count, Fn&& fn, int64_t threads = 0) {
-    if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    threads = std::min(threads, count);
-    std::atomic<int64_t> next{0};
-    auto work = [&] {
-        for (int64_t i; (i = next++) < count;) fn(i);
-    };
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();  // this thread works too
-    for (auto& th : pool) th.join();
+// out = v * B for a row vector v (length K, double) and B (K x N, interleaved
+// float complex, row-major): one row of a product in O(K * N). Strips of at
+// least 256 columns (2 KiB of each row of B, long enough to stream) on all cores.
+inline void complex_vecmat_reference(const cplx* v, const float* B, cplx* out, int64_t N, int64_t K) {
+    if (N <= 0) return;
+    const uint64_t grain = std::max<uint64_t>(256, items_per_block(uint64_t(4 * std::max<int64_t>(K, 1))));
+    parallel_blocks(uint64_t(N), grain, [=](uint64_t j0, uint64_t j1) {
+        complex_vecmat_columns(v, B, out, N, K, int64_t(j0), int64_t(j1));
+    });
 }
 
 }  // namespace verify

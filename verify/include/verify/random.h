@@ -2,8 +2,9 @@
 // of (seed, global index), so a chunk can be produced just in time, anywhere,
 // and always equals what a one-shot fill would have produced.
 #pragma once
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
+#include "verify/parallel.h"
 
 namespace verify {
 
@@ -22,9 +23,12 @@ inline float hash_uniform(uint64_t seed, uint64_t index, float lo = -1.0f, float
 }
 
 // p[i] = hash_uniform(seed, first + i): element i of a stream that starts at `first`.
+// Each element depends on its index alone, so blocks of it fill on all host cores.
 inline void fill_uniform(float* p, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
                          uint64_t first = 0) {
-    for (size_t i = 0; i < n; ++i) p[i] = hash_uniform(seed, first + i, lo, hi);
+    parallel_blocks(n, items_per_block(1), [=](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i) p[i] = hash_uniform(seed, first + i, lo, hi);
+    });
 }
 
 }  // namespace verify

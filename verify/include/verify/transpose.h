@@ -7,21 +7,35 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include "verify/parallel.h"
 
 namespace verify {
 
-// in is rows x cols, out is cols x rows, both row-major: out[c][r] = in[r][c].
+constexpr int64_t kTransposeBlock = 32;
+
+// Rows [row_begin, row_end) of in, moved into out: the single-threaded loop.
 template <class T>
-void transpose_reference(const T* in, T* out, int64_t rows, int64_t cols) {
-    constexpr int64_t kBlock = 32;
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-        const int64_t r1 = std::min(r0 + kBlock, rows);
-        for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-            const int64_t c1 = std::min(c0 + kBlock, cols);
+void transpose_rows(const T* in, T* out, int64_t rows, int64_t cols, int64_t row_begin, int64_t row_end) {
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kTransposeBlock) {
+        const int64_t r1 = std::min(r0 + kTransposeBlock, row_end);
+        for (int64_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
+            const int64_t c1 = std::min(c0 + kTransposeBlock, cols);
             for (int64_t r = r0; r < r1; ++r)
                 for (int64_t c = c0; c < c1; ++c) out[c * rows + r] = in[r * cols + c];
         }
     }
+}
+
+// in is rows x cols, out is cols x rows, both row-major: out[c][r] = in[r][c].
+// Bands of kTransposeBlock rows run on all host cores (each writes its own slice of every row of out).
+template <class T>
+void transpose_reference(const T* in, T* out, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    const uint64_t bands = uint64_t((rows + kTransposeBlock - 1) / kTransposeBlock);
+    parallel_blocks(bands, items_per_block(uint64_t(kTransposeBlock * cols)), [=](uint64_t b0, uint64_t b1) {
+        transpose_rows(in, out, rows, cols, int64_t(b0) * kTransposeBlock,
+                       std::min(int64_t(b1) * kTransposeBlock, rows));
+    });
 }
 
 }  // namespace verify
