@@ -1,0 +1,72 @@
+// Lesson 16 of the course (the histogram ladder), rung 4 of 5: more bytes per thread.
+//
+// Before: rung 2, one 1-byte load per byte, one block per 16 KB tile.
+// Here:   rung 2's private histogram and plain shared atomics, with the loads
+//         changed three ways: one 16-byte load brings a thread 16 bytes, a
+//         grid-stride loop walks the input, and the grid is one wave of
+//         resident blocks (a few per SM, from the occupancy calculator), so
+//         zeroing and merging happen about a thousand times in all, not once
+//         per 16 KB. Rung 3's aggregation is left out (see the handout).
+// Lacks:  same-bin lanes and bank conflicts in the shared atomics remain.
+// Next:   rung 5 gives every lane its own copy of the histogram
+//         (diff kernels/4_wide.cuh kernels/5_lane_copies.cuh).
+// Run:    ./build/bin/histogram --rung=4
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include "common/check.h"
+
+namespace rung4 {
+
+constexpr int kBins = 256;
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads) histogramWide(const uint8_t* __restrict__ in, size_t n,
+                                                          unsigned int* __restrict__ hist) {
+    __shared__ unsigned int s_hist[kBins];
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) s_hist[b] = 0;
+    __syncthreads();  // all zeros are written before anyone adds
+
+    // 16 bytes per load: in must be 16-byte aligned (cudaMalloc gives 256).
+    // Thread t of the grid reads words t, t + stride, t + 2 stride, ...
+    const uint4* in16 = reinterpret_cast<const uint4*>(in);
+    const size_t n16 = n / 16;
+    const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    for (size_t i = first; i < n16; i += stride) {
+        const uint4 v = in16[i];
+        const unsigned int words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int w = 0; w < 4; ++w)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) atomicAdd(&s_hist[(words[w] >> (8 * k)) & 0xFFu], 1u);
+    }
+    // The last n % 16 bytes (fewer than 16): one each for the first threads of the grid.
+    if (first < n % 16) atomicAdd(&s_hist[in[16 * n16 + first]], 1u);
+    __syncthreads();  // every add of the block is done before the merge reads the counts
+
+    // Merge: one global atomic per non-empty bin.
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+        const unsigned int count = s_hist[b];
+        if (count != 0) atomicAdd(&hist[b], count);
+    }
+}
+
+// hist must hold zeros (the kernel adds to it).
+inline void launch(const uint8_t* d_in, size_t n, unsigned int* d_hist, int sms, cudaStream_t stream) {
+    // One wave: as many blocks as fit on the GPU at once, and no more than
+    // there are 16-byte words to give them (at least one: the tail).
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogramWide, kThreads, 0));
+    // EXERCISE 3 BEGIN: replace per_sm by 1, 2 and 4 blocks per SM; where does
+    // the rate stop growing, and how many bytes are in flight per SM there?
+    const size_t wave = size_t(per_sm) * size_t(sms);
+    // EXERCISE 3 END
+    const size_t needed = (n / 16 + kThreads - 1) / kThreads;
+    size_t blocks = needed < wave ? needed : wave;
+    if (blocks < 1) blocks = 1;
+    histogramWide<<<unsigned(blocks), kThreads, 0, stream>>>(d_in, n, d_hist);
+}
+
+}  // namespace rung4

@@ -1,0 +1,273 @@
+// Lesson 16 - histogram: atomics, privatization and contention.
+//
+// A 256-bin histogram of n bytes (uint8 in, uint32 counts) on two inputs made
+// from the seed: a skewed synthetic image (half of its pixels in one bin) and
+// uniform random bytes. The ladder, one file per rung in kernels/:
+//   1 global atomics   one atomicAdd per byte on the 256 counters in global memory
+//   2 shared           a private histogram per block in shared memory, merged
+//                      with one global atomic per bin per block
+//   3 warp-aggregated  rung 2 with one shared atomic per distinct bin per warp
+//   4 wide             rung 2 with 16-byte loads, grid-stride, one wave of blocks
+//   5 lane copies      rung 4 with a copy of the histogram per lane: no two
+//                      lanes of a warp ever hit one counter or one bank
+// cub::DeviceHistogram::HistogramEven on the same bytes is the yardstick. Every
+// bin of every run is compared exactly with a CPU histogram, and the bins must
+// add up to n. See README.md.
+//
+// Lesson 16 of the course: lessons 14 and 15 (reduction, scan) combined values
+// in a fixed pattern; here each byte's destination depends on its value, so
+// threads collide on the same counters. Shared memory and its banks come from
+// lessons 06 and 12. Next: lesson 17.
+// Run: ./build/bin/histogram            (all rungs, n = 2^28 bytes per input)
+//      ./build/bin/histogram --rung=3   (one rung alone, with CUB beside it)
+#include <cub/device/device_histogram.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "common/check.h"
+#include "common/device.h"
+#include "common/flags.h"
+#include "common/memory.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "verify/compare.h"
+#include "verify/histogram.h"
+
+#include "kernels/1_global.cuh"
+#include "kernels/2_shared.cuh"
+#include "kernels/3_warp_aggregated.cuh"
+#include "kernels/4_wide.cuh"
+#include "kernels/5_lane_copies.cuh"
+
+// The ladder, in order. Every launcher adds the counts of d_in[0..n) to the
+// 256 counters at d_hist, which must hold zeros.
+using Launcher = void (*)(const uint8_t* d_in, size_t n, unsigned int* d_hist, int sms, cudaStream_t stream);
+struct Rung {
+    const char* name;
+    Launcher launch;
+};
+static const Rung kRungs[] = {
+    {"1 global atomics", rung1::launch},
+    {"2 shared, one per block", rung2::launch},
+    {"3 warp-aggregated (match_any)", rung3::launch},
+    {"4 wide: 16 B loads, grid-stride", rung4::launch},
+    {"5 lane copies [bin][lane]", rung5::launch},
+};
+constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
+
+// The two inputs: the skewed image first (seed), then uniform bytes (seed + 1).
+struct Input {
+    const char* name;
+    void (*fill)(uint8_t* p, size_t n, uint64_t seed);
+};
+// EXERCISE 1 BEGIN: add a third input, every byte the same value (the worst
+// case: one bin holds all n). Predict each rung's time on it before you run it.
+static const Input kInputs[] = {{"skewed", verify::fill_skewed_bytes}, {"uniform", verify::fill_uniform_bytes}};
+constexpr int kInputCount = 2;
+// EXERCISE 1 END
+
+constexpr int kBins = verify::kHistogramBins;
+constexpr size_t kHistBytes = kBins * sizeof(unsigned int);  // 1 KB
+constexpr int64_t kMaxN = (int64_t(1) << 32) - 1;           // one bin may have to hold all n: uint32
+// CUB's levels: 257 boundaries 0, 1, ..., 256 make 256 bins of width 1.
+constexpr int kLevels = kBins + 1, kLower = 0, kUpper = kBins;
+
+// The exact check of a verified run and of the result of the last timed call
+// (it went through the timed memset + launch path): one line in the report,
+// which names the first of them that failed.
+static lesson::Check check_runs(const std::vector<unsigned int>& first, const std::vector<unsigned int>& timed,
+                                const uint64_t* ref, size_t n, const std::string& what) {
+    lesson::Check c = verify::compare_histogram(first.data(), ref, n, what + ": 256 bins exact, sum = n");
+    if (!c.pass) return c;
+    lesson::Check t =
+        verify::compare_histogram(timed.data(), ref, n, what + " (last timed call): 256 bins exact, sum = n");
+    if (!t.pass) return t;
+    c.checked += t.checked;  // 2 x 256 bins
+    return c;
+}
+
+static std::string size_text(int64_t n) {
+    for (int p = 0; p < 63; ++p)
+        if (n == (int64_t(1) << p)) return "2^" + std::to_string(p);
+    return std::to_string(n);
+}
+
+int main(int argc, char** argv) {
+    // Flags first: bad input exits 2 before any CUDA call.
+    lesson::CommonOptions opt;
+    int64_t n = int64_t(1) << 28, rung = 0;
+    std::string input_flag = "both";
+    lesson::Cli cli("histogram",
+                    "256-bin histogram of n bytes, skewed and uniform inputs: a ladder of atomics, against CUB.");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("n", &n, 1, kMaxN, "bytes per input (a bin is a uint32 and may have to hold all n)", int64_t(1) << 20);
+    cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0 = all rungs)");
+    cli.add_string("input", &input_flag, "which input: both, skewed or uniform (one alone is handy under a profiler)");
+    cli.parse_or_exit(argc, argv);
+    if (input_flag != "both" && input_flag != "skewed" && input_flag != "uniform")
+        lesson::bad_input("--input=" + input_flag + " is not an input; allowed: both, skewed, uniform");
+    auto selected = [&](int which) { return input_flag == "both" || input_flag == kInputs[which].name; };
+
+    const size_t N = static_cast<size_t>(n);
+    const std::string size_flag = "--n=" + std::to_string(n);
+    lesson::require_host_memory(N, "pageable", size_flag);  // one input at a time
+    cudaDeviceProp prop = lesson::pick_device(opt.device);
+    const int sms = prop.multiProcessorCount;
+    lesson::require_device_memory(N + kHistBytes, size_flag);
+
+    lesson::Report report("16_histogram");
+    report.device(prop.name, prop.major, prop.minor, sms, prop.totalGlobalMem / 1e9);
+    report.config("n", n);
+    report.config("rung", rung);
+    report.config("input", input_flag);
+    report.config("input_mb", N / 1e6);
+    report.config("l2_mb", prop.l2CacheSize / 1e6);
+    report.config("repeat", opt.repeat);
+    report.config("seed", opt.seed);
+
+    // 1. Allocate: the input bytes and the 256 counters.
+    std::vector<uint8_t> h_in(N);
+    std::vector<unsigned int> h_hist(kBins), h_timed(kBins);
+    uint8_t* d_in = nullptr;
+    unsigned int* d_hist = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_in, N));  // 256-byte aligned: rungs 4 and 5 read it 16 bytes at a time
+    CUDA_CHECK(cudaMalloc(&d_hist, kHistBytes));
+
+    // CUB: ask how much temporary storage it needs (d_temp == nullptr does no
+    // work), then allocate it. An int64_t sample count: n may pass 2^31.
+    const int64_t num_samples = n;
+    void* d_temp = nullptr;
+    size_t temp_bytes = 0;
+    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp, temp_bytes, d_in, d_hist, kLevels, kLower, kUpper,
+                                                   num_samples));
+    lesson::require_device_memory(temp_bytes, "CUB's temporary storage for " + size_flag);
+    CUDA_CHECK(cudaMalloc(&d_temp, temp_bytes));
+    report.metric("CUB temporary storage", double(temp_bytes), "bytes");
+    // The same call with the storage: zeroes d_hist, then counts d_in into it.
+    auto cub_histogram = [&] {
+        CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp, temp_bytes, d_in, d_hist, kLevels, kLower, kUpper,
+                                                       num_samples));
+    };
+
+    double cpu_ms = 0, cub_ms[kInputCount] = {}, ms[kInputCount][kRungCount] = {};
+    bool injected = false;
+    for (int which = 0; which < kInputCount; ++which) {
+        if (!selected(which)) continue;
+        const std::string input = kInputs[which].name;
+        // 2. Make the input, count it on the CPU, copy it to the GPU.
+        kInputs[which].fill(h_in.data(), N, uint64_t(opt.seed) + uint64_t(which));
+        uint64_t ref[kBins];
+        lesson::HostTimer cpu;
+        verify::histogram_reference(h_in.data(), N, ref);
+        cpu_ms += cpu.ms();
+        // How much the input collides: its largest bin, and how many different
+        // bins a warp reading 32 neighbouring bytes touches (mean over the first MiB).
+        report.metric(input + ": largest bin's share of the bytes", verify::largest_bin_share(ref, N), "of n");
+        const size_t sample = N < (size_t(1) << 20) ? N : (size_t(1) << 20);
+        report.metric(input + ": distinct bins among 32 neighbouring bytes",
+                      verify::mean_distinct_per_group(h_in.data(), sample, 32), "bins (mean)");
+        CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), N, cudaMemcpyHostToDevice));
+
+        // 3. CUB zeroes the output itself (a small kernel before its sweep), so
+        // poison the counters first: a bin it never wrote shows as 0xFFFFFFFF.
+        CUDA_CHECK(cudaMemset(d_hist, 0xFF, kHistBytes));
+        cub_histogram();
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(h_hist.data(), d_hist, kHistBytes, cudaMemcpyDeviceToHost));
+        cub_ms[which] = lesson::time_median_ms(int(opt.repeat), cub_histogram);
+        CUDA_CHECK(cudaMemcpy(h_timed.data(), d_hist, kHistBytes, cudaMemcpyDeviceToHost));
+        report.check(check_runs(h_hist, h_timed, ref, N, input + ", CUB HistogramEven"));
+
+        // 4. The rungs. A histogram adds to its counters, so every run starts
+        // from zeros; a lost add, a double add or a missing merge shows as a
+        // wrong count (and a wrong sum).
+        for (int k = 0; k < kRungCount; ++k) {
+            if (rung != 0 && rung != k + 1) continue;
+            const Rung& r = kRungs[k];
+            CUDA_CHECK(cudaMemset(d_hist, 0, kHistBytes));
+            r.launch(d_in, N, d_hist, sms, 0);
+            CUDA_CHECK_LAUNCH();
+            CUDA_CHECK(cudaDeviceSynchronize());
+            CUDA_CHECK(cudaMemcpy(h_hist.data(), d_hist, kHistBytes, cudaMemcpyDeviceToHost));
+            if (opt.inject_fault && !injected && (rung == k + 1 || k + 1 == kRungCount)) {
+                verify::inject_fault(h_hist.data(), uint64_t(kBins), uint64_t(opt.seed));  // the run must FAIL
+                injected = true;
+            }
+            // Timed: each call zeroes the 1 KB of counters (cudaMemsetAsync) and
+            // launches the rung; the time includes both, as CUB's includes its zeroing.
+            ms[which][k] = lesson::time_median_ms(int(opt.repeat), [&] {
+                CUDA_CHECK(cudaMemsetAsync(d_hist, 0, kHistBytes));
+                r.launch(d_in, N, d_hist, sms, 0);
+                CUDA_CHECK_LAUNCH();
+            });
+            CUDA_CHECK(cudaMemcpy(h_timed.data(), d_hist, kHistBytes, cudaMemcpyDeviceToHost));
+            report.check(check_runs(h_hist, h_timed, ref, N, input + ", rung " + r.name));
+        }
+    }
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
+
+    // 5. Free device memory.
+    CUDA_CHECK(cudaFree(d_temp));
+    CUDA_CHECK(cudaFree(d_hist));
+    CUDA_CHECK(cudaFree(d_in));
+
+    // Report: GB/s of input bytes read (n per call), against the DRAM bound of
+    // a pure read stream (1 read : 0 writes) measured now, and against CUB on
+    // the same input. Both are left ungraded where n bytes fit in the L2.
+    const lesson::StreamBound dram = lesson::measure_stream_bound(prop, 1, 0);
+    lesson::add_bound(report, dram, int(opt.device));
+    report.timing(std::string(lesson::kTimingMethod) +
+                  "; each rung's call is a cudaMemsetAsync of the 1 KB histogram plus the kernel, each CUB call "
+                  "its zeroing kernel plus its histogram kernel");
+    const std::string in_l2 = lesson::l2_note(double(N), prop);
+    auto gbps = [&](double t) { return double(N) / (t * 1e6); };
+    double best_vs_cub[kInputCount] = {}, worst_vs_cub = INFINITY;
+    std::string best_text;
+    for (int which = 0; which < kInputCount; ++which) {
+        if (!selected(which)) continue;
+        const std::string input = kInputs[which].name;
+        const double cub_gbps = gbps(cub_ms[which]);
+        report.yardstick("CUB HistogramEven, " + input + " input", cub_gbps, "GB/s");
+        report.variant_bound(input + ": CUB HistogramEven", cub_ms[which], cub_gbps, "GB/s", dram.gbps, "DRAM bound",
+                             in_l2);
+        int best = -1;
+        for (int k = 0; k < kRungCount; ++k) {
+            const double t = ms[which][k];
+            if (t <= 0) continue;  // not run (--rung)
+            const std::string name = input + ": " + kRungs[k].name;
+            report.variant_bound(name, t, gbps(t), "GB/s", dram.gbps, "DRAM bound", in_l2);
+            report.variant_yardstick(name + " vs CUB", t, gbps(t), "GB/s", cub_gbps, "CUB", in_l2);
+            if (best < 0 || t < ms[which][best]) best = k;
+        }
+        best_vs_cub[which] = cub_ms[which] / ms[which][best];
+        worst_vs_cub = std::min(worst_vs_cub, best_vs_cub[which]);
+        best_text += (best_text.empty() ? "" : ", ") + input + " " + std::to_string(int(gbps(ms[which][best]) + 0.5)) +
+                     " GB/s (rung " + std::to_string(best + 1) + ")";
+    }
+    // Contention, measured: how much longer the skewed input takes than the uniform one.
+    if (selected(0) && selected(1)) {
+        report.metric("CUB: skewed / uniform time", cub_ms[0] / cub_ms[1], "x");
+        for (int k = 0; k < kRungCount; ++k)
+            if (ms[0][k] > 0)
+                report.metric(std::string(kRungs[k].name) + ": skewed / uniform time", ms[0][k] / ms[1][k], "x");
+    }
+    int per_sm4 = 0, per_sm5 = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm4, rung4::histogramWide, rung4::kThreads, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm5, rung5::histogramLaneCopies, rung5::kThreads, 0));
+    report.metric("resident blocks per SM, rung 4 (1 KB shared)", per_sm4, "blocks");
+    report.metric("resident blocks per SM, rung 5 (32 KB shared)", per_sm5, "blocks");
+
+    report.key_result("best rung " + best_text + " at n=" + size_text(n) + " (the input furthest behind CUB)",
+                      worst_vs_cub, "CUB", lesson::Against::Yardstick, in_l2);
+    report.default_size(cli.at_default_size());
+    for (int which = 0; which < kInputCount; ++which)
+        if (selected(which))
+            report.target(std::string("best rung vs CUB, ") + kInputs[which].name + " input", best_vs_cub[which], 0.90,
+                          "x");
+    return report.finish(opt.json);
+}
