@@ -21,6 +21,7 @@
 #include "common/timer.h"
 #include "verify/chunked.h"
 #include "verify/compare.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 // C = A + B over one chunk. The matrices of a chunk lie one after the other,
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
 
     report.check(comparer.result("every element of C, " + std::to_string(matrices) + " matrices in " +
                                  std::to_string(plan.count) + " chunks, reference from the global index"));
-    report.cpu_reference_ms(verify_ms);
+    report.cpu_reference_ms(verify_ms, verify::host_threads());  // reference and comparison, all host cores
 
     // Report. "End-to-end" is the GPU side of the loop: H2D + kernel + D2H of every
     // chunk. Generating and verifying are host work outside it (shown apart).
