@@ -20,6 +20,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/elementwise.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 // One thread per element. The index is size_t: with n past 2^31 an int index
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
     lesson::HostTimer cpu;
     std::vector<double> ref(N);
     verify::add_reference(h_a.data(), h_b.data(), ref.data(), N);
-    report.cpu_reference_ms(cpu.ms());
+    report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     report.check(verify::compare(big.h_c.data(), ref.data(), N, 1e-5, "n-element vectorAdd, every element"));
     report.check(verify::compare(big.h_c4.data(), ref.data(), N, 1e-5, "n-element vectorAdd4, every element"));
 

@@ -21,6 +21,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/elementwise.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 constexpr int TILE = 16;  // 16x16 threads per block
@@ -192,7 +193,7 @@ int main(int argc, char** argv) {
     report.check(col.check);
     report.check(row.check);
     report.check(vec.check);
-    report.cpu_reference_ms(cpu_ms);
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
     // The DRAM bound of this read/write mix (2 reads : 1 write), measured now.
     const lesson::StreamBound dram = lesson::measure_stream_bound(prop, 2, 1);

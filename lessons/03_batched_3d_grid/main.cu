@@ -25,6 +25,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/elementwise.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 constexpr int kTile = 16;  // 16 x 16 threads per block, as in the original text
@@ -231,7 +232,7 @@ int main(int argc, char** argv) {
     else
         report.note("float4 variant skipped: --n=" + std::to_string(n) + " is not a multiple of 4");
     const BatchTimes main_run = run_batch(N, nb, opt.seed, opt, prop, dram.gbps, "batch " + std::to_string(batch), plans, report);
-    report.cpu_reference_ms(main_run.cpu_reference_ms);
+    report.cpu_reference_ms(main_run.cpu_reference_ms, verify::host_threads());
 
     // Part 2: more matrices than gridDim.z allows; the z loop takes the rest.
     const int LN = static_cast<int>(limit_n);
