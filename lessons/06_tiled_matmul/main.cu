@@ -26,6 +26,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/matmul.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 // Naive: one thread per element of C; each thread reads a whole row of A and a
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
     // The measured shape: every variant verified, then timed.
     double cpu_ms = 0;
     std::vector<double> ms = run_shape(main_shape, opt.seed, int(opt.repeat), opt.inject_fault, handle, report, &cpu_ms);
-    report.cpu_reference_ms(cpu_ms);
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
     // The shapes that break kernels without boundary handling: verified, not timed.
     if (extra) {
         run_shape(awkward, opt.seed + 10, 0, false, handle, report, nullptr);
