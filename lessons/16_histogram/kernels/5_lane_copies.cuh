@@ -7,8 +7,9 @@
 //         of a warp ever touch the same word (skewed input) or the same bank
 //         (uniform input): one warp-wide atomic is one pass through shared
 //         memory on any input.
-// Lacks:  32 KB of shared memory per block (fewer resident blocks) and a merge
-//         that adds 32 copies per bin.
+// Lacks:  32 KB of shared memory per block (fewer resident blocks), a merge
+//         that adds 32 copies per bin, and the block's 8 warps still share
+//         each lane's copy (warps adding to one word may wait for each other).
 // Next:   cub::DeviceHistogram::HistogramEven in main.cu, the yardstick.
 // Run:    ./build/bin/histogram --rung=5
 #pragma once
