@@ -1,0 +1,63 @@
+// Lesson 14 - reduction, rung 4 of 8: first add during the load, grid-stride loop.
+//
+// Rungs 1-3 give each thread one value, so half of them idle from the first
+// step of the tree, and a pass over n values launches n / kThreads blocks.
+// Here each thread first adds up many values in a register (thread coarsening):
+// two values a block width apart (the first add, during the load), then the
+// next pair a whole grid further on (grid-stride loop), until the input ends.
+// The grid is a fixed number of blocks (Scratch::grid, one full wave of
+// resident blocks), so the first pass leaves only `grid` partial sums; the tree
+// in shared memory (rung 3's) runs once per block instead of once per 256 values.
+// Before: rung 3 (kernels/3_sequential.cuh). Next: rung 5
+// (kernels/5_warp_shuffle.cuh), the last warp of the tree with shuffles.
+// Run: ./build/bin/reduction --rung=4
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include "common.cuh"
+#include "common/check.h"
+#include "common/launch.h"
+
+namespace rung4 {
+
+constexpr int kThreads = 256;  // a power of two: the tree halves it down to 1
+constexpr int kLevels = 8;     // log2(kThreads): additions on every path through the tree
+
+// Block b sums every value whose index i has (i / kThreads) % (2 gridDim) in
+// {2b, 2b + 1} into out[b]: each thread adds in[i] + in[i + kThreads], then
+// steps 2 kThreads gridDim further.
+__global__ void reduceCoarsened(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    __shared__ float sdata[kThreads];
+    const unsigned tid = threadIdx.x;
+    const size_t stride = size_t(2) * blockDim.x * gridDim.x;
+    // EXERCISE 1 BEGIN: add four values a block width apart per step instead of two
+    // (i, i + blockDim.x, i + 2 blockDim.x, i + 3 blockDim.x; stride and launch() change
+    // with it). Predict the depth the report prints, then measure --rung=4.
+    float sum = 0.0f;
+    for (size_t i = size_t(blockIdx.x) * 2 * blockDim.x + tid; i < n; i += stride) {
+        float pair = in[i];
+        if (i + blockDim.x < n) pair += in[i + blockDim.x];  // the first add, during the load
+        sum += pair;
+    }
+    // EXERCISE 1 END
+    sdata[tid] = sum;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// One pass: count values -> one partial sum per block, at most s.grid blocks.
+inline Pass launch(const float* in, size_t count, float* out, const Scratch<float>& s) {
+    const size_t blocks = std::min<size_t>(lesson::ceil_div(count, 2 * kThreads), s.grid);
+    reduceCoarsened<<<unsigned(blocks), kThreads>>>(in, out, count);
+    CUDA_CHECK_LAUNCH();
+    const uint64_t trips = lesson::ceil_div(count, 2 * kThreads * blocks);  // loop trips of thread 0
+    return {blocks, 1 + trips + kLevels};  // the pair, the chain in `sum`, the tree
+}
+
+}  // namespace rung4

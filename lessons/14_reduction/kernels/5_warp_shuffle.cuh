@@ -1,0 +1,62 @@
+// Lesson 14 - reduction, rung 5 of 8: the last warp with __shfl_down_sync.
+//
+// Rung 4's tree ends with five steps in which fewer than 32 threads work, each
+// step a round trip through shared memory plus a __syncthreads() for the whole
+// block. Once 64 values are left, one warp finishes alone: each lane adds a
+// pair, then five shuffles (lane i adds the register of lane i + offset,
+// offset = 16, 8, 4, 2, 1) leave the block's total in lane 0. A warp executes
+// in lockstep and __shfl_down_sync names the lanes taking part (all 32), so no
+// barrier is needed between those steps.
+// Before: rung 4 (kernels/4_coarsened.cuh). Next: rung 6
+// (kernels/6_cooperative_groups.cuh), the same warp step with cg::reduce.
+// Run: ./build/bin/reduction --rung=5
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include "common.cuh"
+#include "common/check.h"
+#include "common/launch.h"
+
+namespace rung5 {
+
+constexpr int kThreads = 256;  // a power of two, at least 64: the tree halves it down to 64
+constexpr int kLevels = 8;     // log2(kThreads): 2 tree steps, the pair, 5 shuffles
+
+// Block b sums every value whose index i has (i / kThreads) % (2 gridDim) in
+// {2b, 2b + 1} into out[b]: each thread adds in[i] + in[i + kThreads], then
+// steps 2 kThreads gridDim further.
+__global__ void reduceWarpShuffle(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    __shared__ float sdata[kThreads];
+    const unsigned tid = threadIdx.x;
+    const size_t stride = size_t(2) * blockDim.x * gridDim.x;
+    float sum = 0.0f;
+    for (size_t i = size_t(blockIdx.x) * 2 * blockDim.x + tid; i < n; i += stride) {
+        float pair = in[i];
+        if (i + blockDim.x < n) pair += in[i + blockDim.x];  // the first add, during the load
+        sum += pair;
+    }
+    sdata[tid] = sum;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
+        __syncthreads();
+    }
+    if (tid < 32) {  // the last 64 values: warp 0 alone, in registers
+        float v = sdata[tid] + sdata[tid + 32];
+        for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+        if (tid == 0) out[blockIdx.x] = v;
+    }
+}
+
+// One pass: count values -> one partial sum per block, at most s.grid blocks.
+inline Pass launch(const float* in, size_t count, float* out, const Scratch<float>& s) {
+    const size_t blocks = std::min<size_t>(lesson::ceil_div(count, 2 * kThreads), s.grid);
+    reduceWarpShuffle<<<unsigned(blocks), kThreads>>>(in, out, count);
+    CUDA_CHECK_LAUNCH();
+    const uint64_t trips = lesson::ceil_div(count, 2 * kThreads * blocks);  // loop trips of thread 0
+    return {blocks, 1 + trips + kLevels};  // the pair, the chain in `sum`, the tree
+}
+
+}  // namespace rung5

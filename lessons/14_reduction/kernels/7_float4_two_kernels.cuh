@@ -1,0 +1,112 @@
+// Lesson 14 - reduction, rung 7 of 8: 16-byte loads, one pass, a tiny finish kernel.
+//
+// Rung 6 reads 4 bytes per load and finishes in several passes. Here:
+//  - each thread loads 16 bytes at a time (float4: four values per load), and
+//    kUnroll of them before it adds any (kUnroll independent accumulators):
+//    64 bytes in flight per thread instead of 8, which is what keeps an HBM3
+//    memory busy (README, "What to observe");
+//  - the grid is one full wave of resident blocks, each block writes one
+//    partial sum, and one more launch of a single block adds the partials in a
+//    fixed order (reduceFinish): two launches in all, whatever n is.
+// Why not one atomicAdd per block into the result instead of the second kernel?
+// Blocks finish in a different order every run, so the float additions happen
+// in a different order and round differently: the result would change in its
+// last bits from run to run. The finish kernel adds the partials in index
+// order: the same bits every run (README, "Floating point").
+// The kernels are templates: T = float, Acc = float for the ladder, and
+// T = int, Acc = long long for the integer sum that must match the CPU exactly.
+// `in` must be 16-byte aligned (cudaMalloc gives 256).
+// Before: rung 6 (kernels/6_cooperative_groups.cuh). Next: rung 8
+// (kernels/8_last_block.cuh), the finish inside the same kernel.
+// Run: ./build/bin/reduction --rung=7
+#pragma once
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include "common.cuh"
+#include "common/check.h"
+#include "common/launch.h"
+
+namespace rung7 {
+
+namespace cg = cooperative_groups;
+
+constexpr int kThreads = 256;  // a power of two, at least 64: the tree halves it down to 64
+constexpr int kLevels = 8;     // log2(kThreads): 2 tree steps, the pair, 5 shuffles
+constexpr int kUnroll = 4;     // 16-byte loads in flight per thread, one accumulator each
+
+// The block's total, valid in thread 0: rung 6's tree and last warp, as a
+// function, because two kernels use it.
+template <class Acc>
+__device__ Acc blockReduce(Acc v) {
+    __shared__ Acc sdata[kThreads];
+    const unsigned tid = threadIdx.x;
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
+        __syncthreads();
+    }
+    const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+    Acc total = 0;
+    if (warp.meta_group_rank() == 0)  // the last 64 values: warp 0 alone, in registers
+        total = cg::reduce(warp, Acc(sdata[tid] + sdata[tid + 32]), cg::plus<Acc>());
+    return total;
+}
+
+// Block b sums its share of in[0, n) into partials[b]. Thread g (of G threads in
+// the grid) adds the vectors g, g + G, g + 2G, ... of in, kUnroll at a time, and
+// thread g < n % 4 adds the scalar in[4 (n / 4) + g] of the ragged end.
+template <class T, class Acc>
+__global__ void reduceVec4(const T* __restrict__ in, Acc* __restrict__ partials, size_t n) {
+    using V = typename Vec4<T>::type;
+    const V* in4 = reinterpret_cast<const V*>(in);
+    const size_t n4 = n / 4;
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    Acc acc[kUnroll] = {};
+    size_t i = first;
+    for (; i + (kUnroll - 1) * stride < n4; i += kUnroll * stride) {
+        V v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = in4[i + u * stride];  // all loads leave before any add
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc[u] += sum4<Acc>(v[u]);
+    }
+    for (; i < n4; i += stride) acc[0] += sum4<Acc>(in4[i]);  // the last (fewer than kUnroll) vectors
+    if (first < n - 4 * n4) acc[0] += Acc(in[4 * n4 + first]);  // the last n % 4 values
+    static_assert(kUnroll == 4, "the line below adds four accumulators");
+    const Acc sum = blockReduce<Acc>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// One block adds the `count` partial sums in index order: thread t adds
+// partials t, t + kThreads, ..., then the block's tree adds the threads.
+template <class Acc>
+__global__ void reduceFinish(const Acc* __restrict__ partials, Acc* __restrict__ out, unsigned count) {
+    Acc sum = 0;
+    for (unsigned i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
+    sum = blockReduce<Acc>(sum);
+    if (threadIdx.x == 0) *out = sum;
+}
+
+// The whole sum of in[0, n) into out[0]: two launches.
+template <class T, class Acc>
+Pass launch(const T* in, size_t n, Acc* out, const Scratch<Acc>& s) {
+    const unsigned blocks = s.grid;  // one full wave, whatever n is (idle blocks add 0)
+    reduceVec4<T, Acc><<<blocks, kThreads>>>(in, s.partials, n);
+    CUDA_CHECK_LAUNCH();
+    reduceFinish<Acc><<<1, kThreads>>>(s.partials, out, blocks);
+    CUDA_CHECK_LAUNCH();
+    // Depth: 2 inside a vector, then the chain of acc[0] (its loop trips, the
+    // leftover vectors, the ragged end), 2 for the four accumulators, the block's
+    // tree; then in the finish kernel a chain of partials per thread and the tree.
+    const uint64_t stride = uint64_t(blocks) * kThreads;
+    const uint64_t chain = lesson::ceil_div(n / 4, kUnroll * stride) + kUnroll;
+    const uint64_t finish = lesson::ceil_div(blocks, kThreads) + kLevels;
+    return {1, 2 + chain + 2 + kLevels + finish};
+}
+
+}  // namespace rung7

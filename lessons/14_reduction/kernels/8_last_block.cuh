@@ -1,0 +1,118 @@
+// Lesson 14 - reduction, rung 8 of 8: one kernel, the last block finishes.
+//
+// Rung 7 with its second launch folded into the first kernel. Each block writes
+// its partial sum, makes it visible to the whole GPU (__threadfence), then takes
+// a ticket from a counter in global memory (atomicAdd). The block that draws
+// the last ticket knows that every other partial is written: it alone adds
+// them, in index order, exactly as rung 7's finish kernel does, and resets the
+// counter for the next launch. The atomic decides only WHICH block finishes,
+// not the order of the additions, so the sum is the same bits every run (and
+// the same bits as rung 7 at the same grid).
+// The counter must be 0 before the first launch (main.cu: cudaMemset), and two
+// launches sharing one counter must not overlap (they run in one stream here).
+// Before: rung 7 (kernels/7_float4_two_kernels.cuh). Next: lesson 15.
+// Run: ./build/bin/reduction --rung=8
+#pragma once
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include "common.cuh"
+#include "common/check.h"
+#include "common/launch.h"
+
+namespace rung8 {
+
+namespace cg = cooperative_groups;
+
+constexpr int kThreads = 256;  // a power of two, at least 64: the tree halves it down to 64
+constexpr int kLevels = 8;     // log2(kThreads): 2 tree steps, the pair, 5 shuffles
+constexpr int kUnroll = 4;     // 16-byte loads in flight per thread, one accumulator each
+
+// The block's total, valid in thread 0: rung 6's tree and last warp, as a
+// function, because the kernel uses it twice.
+template <class Acc>
+__device__ Acc blockReduce(Acc v) {
+    __shared__ Acc sdata[kThreads];
+    const unsigned tid = threadIdx.x;
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
+        __syncthreads();
+    }
+    const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+    Acc total = 0;
+    if (warp.meta_group_rank() == 0)  // the last 64 values: warp 0 alone, in registers
+        total = cg::reduce(warp, Acc(sdata[tid] + sdata[tid + 32]), cg::plus<Acc>());
+    return total;
+}
+
+// Block b sums its share of in[0, n) into partials[b]. Thread g (of G threads in
+// the grid) adds the vectors g, g + G, g + 2G, ... of in, kUnroll at a time, and
+// thread g < n % 4 adds the scalar in[4 (n / 4) + g] of the ragged end.
+// The last block to finish then adds the partials into out[0].
+template <class T, class Acc>
+__global__ void reduceLastBlock(const T* __restrict__ in, Acc* partials, unsigned* counter, Acc* out, size_t n) {
+    using V = typename Vec4<T>::type;
+    const V* in4 = reinterpret_cast<const V*>(in);
+    const size_t n4 = n / 4;
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    Acc acc[kUnroll] = {};
+    size_t i = first;
+    for (; i + (kUnroll - 1) * stride < n4; i += kUnroll * stride) {
+        V v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = in4[i + u * stride];  // all loads leave before any add
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc[u] += sum4<Acc>(v[u]);
+    }
+    for (; i < n4; i += stride) acc[0] += sum4<Acc>(in4[i]);  // the last (fewer than kUnroll) vectors
+    if (first < n - 4 * n4) acc[0] += Acc(in[4 * n4 + first]);  // the last n % 4 values
+    static_assert(kUnroll == 4, "the line below adds four accumulators");
+    const Acc sum = blockReduce<Acc>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+
+    // EXERCISE 2 BEGIN: replace everything from here to the end of the kernel by one
+    // atomicAdd(out, sum) per block (out zeroed before each launch; for Acc = long long
+    // cast to unsigned long long). Run the float sum twice at the same grid: are the
+    // bits the same? And the integer sum?
+    __shared__ bool isLast;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = sum;
+        __threadfence();  // the partial is visible GPU-wide before the ticket is
+        const unsigned ticket = atomicAdd(counter, 1u);
+        isLast = (ticket == gridDim.x - 1);
+        if (isLast) __threadfence();  // and the other blocks' partials are visible here
+    }
+    __syncthreads();
+    if (!isLast) return;
+    // The last block: every partial is written. Add them in index order, as rung 7's
+    // finish kernel does (__ldcg reads them from L2, where the other SMs wrote them).
+    Acc total = 0;
+    for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) total += __ldcg(&partials[j]);
+    total = blockReduce<Acc>(total);
+    if (threadIdx.x == 0) {
+        *out = total;
+        *counter = 0;  // ready for the next launch
+    }
+    // EXERCISE 2 END
+}
+
+// The whole sum of in[0, n) into out[0]: one launch.
+template <class T, class Acc>
+Pass launch(const T* in, size_t n, Acc* out, const Scratch<Acc>& s) {
+    const unsigned blocks = s.grid;  // one full wave, whatever n is (idle blocks add 0)
+    reduceLastBlock<T, Acc><<<blocks, kThreads>>>(in, s.partials, s.counter, out, n);
+    CUDA_CHECK_LAUNCH();
+    // Depth: 2 inside a vector, then the chain of acc[0] (its loop trips, the
+    // leftover vectors, the ragged end), 2 for the four accumulators, the block's
+    // tree; then in the last block a chain of partials per thread and the tree.
+    const uint64_t stride = uint64_t(blocks) * kThreads;
+    const uint64_t chain = lesson::ceil_div(n / 4, kUnroll * stride) + kUnroll;
+    const uint64_t finish = lesson::ceil_div(blocks, kThreads) + kLevels;
+    return {1, 2 + chain + 2 + kLevels + finish};
+}
+
+}  // namespace rung8
