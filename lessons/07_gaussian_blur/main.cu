@@ -1,16 +1,21 @@
-// Lesson 07 - 3x3 Gaussian blur: a naive kernel, a shared-memory tiled kernel,
-// and a batch of images streamed through the GPU in chunks.
+// Lesson 07 - 3x3 Gaussian blur: a naive kernel, two shared-memory tiled
+// kernels, and a batch of images streamed through the GPU in chunks.
 //
-// Part 1 blurs one large image twice: a naive kernel that reads its 9
-// neighbours from global memory, and a tiled kernel that first loads a
-// (TILE_W+2) x (TILE_H+2) tile with its halo (corners included) into shared memory,
-// and loads its next tile while it blurs this one.
+// Part 1 blurs one large image three times, a ladder of three rungs: a naive
+// kernel that reads its 9 neighbours from global memory; a one-tile kernel, one
+// 2D block per 32 x 8 output tile, that loads the tile and its one-pixel halo
+// (corners included) into shared memory, waits at one barrier, and blurs; and
+// the fast tiled kernel, which loops over 128 x 32 tiles and loads its next
+// tile while it blurs this one.
 // Part 2 pushes a batch of small images through 3 streams in chunks, pinned
 // host memory, one launch per chunk (blockIdx.z = image) against one launch per
-// image. Border rule everywhere: clamp-to-edge. See README.md.
+// image. Border rule everywhere: clamp-to-edge.
+// Lesson 07 of the course: lesson 06 tiled a matrix product in shared memory,
+// lesson 08 calls cuBLAS. Run: ./gaussian_blur. See README.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +29,7 @@
 #include "common/timer.h"
 #include "verify/blur.h"
 #include "verify/compare.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 constexpr int TILE_W = 128;        // a tile is TILE_W x TILE_H output pixels, one block of TILE_W x ROWS threads
@@ -31,6 +37,7 @@ constexpr int ROWS = 4;           // thread rows per block
 constexpr int PER = 8;            // output pixels per thread, one column of PER consecutive rows
 constexpr int BLOCKS_PER_SM = 3;  // tiled blocks that must fit on one SM: caps registers per thread
 constexpr int TILE_H = ROWS * PER;
+constexpr int HALO_W = 32, HALO_H = 8;  // the one-tile kernel: a 32 x 8 block writes a 32 x 8 tile
 
 // [1 2 1] along a row; the 3x3 kernel is [1 2 1]^T [1 2 1] / 16.
 __device__ __forceinline__ float taps121(float l, float c, float r) { return l + 2.0f * c + r; }
@@ -50,6 +57,32 @@ __global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ o
     const float s = taps121(up[xl], up[x], up[xr]) + 2.0f * taps121(mid[xl], mid[x], mid[xr]) +
                     taps121(down[xl], down[x], down[xr]);
     out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
+}
+
+// One 2D block per HALO_W x HALO_H tile of outputs, one thread per output pixel. The block
+// copies the (HALO_H+2) x (HALO_W+2) input cells its tile needs - the tile and a one-pixel halo,
+// corners included - into shared memory, its threads striding over the cells numbered row by row
+// (so no edge or corner can be forgotten), waits once, and blurs from shared memory. Every thread
+// loads and reaches the barrier, also in blocks that hang over the image edge; only the final
+// store is guarded.
+__global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+    constexpr int SIDE = HALO_W + 2, CELLS = SIDE * (HALO_H + 2), THREADS = HALO_W * HALO_H;
+    __shared__ float tile[HALO_H + 2][SIDE];
+    const int x0 = blockIdx.x * HALO_W, y0 = blockIdx.y * HALO_H;  // the tile's top-left output pixel
+    // Cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
+    for (int i = threadIdx.y * HALO_W + threadIdx.x; i < CELLS; i += THREADS) {
+        const int r = i / SIDE, c = i % SIDE;
+        tile[r][c] = in[static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width + clampToEdge(x0 + c - 1, width)];
+    }
+    __syncthreads();  // every cell is written before any thread reads its neighbours
+    const int x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+    const int c = threadIdx.x + 1, r = threadIdx.y + 1;  // this thread's pixel in the shared tile
+    if (x < width && y < height) {
+        const float s = taps121(tile[r - 1][c - 1], tile[r - 1][c], tile[r - 1][c + 1]) +
+                        2.0f * taps121(tile[r][c - 1], tile[r][c], tile[r][c + 1]) +
+                        taps121(tile[r + 1][c - 1], tile[r + 1][c], tile[r + 1][c + 1]);
+        out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
+    }
 }
 
 // The image blockIdx.z (images stored back to back) is cut into TILE_W x TILE_H tiles, numbered
@@ -162,8 +195,8 @@ int main(int argc, char** argv) {
     const std::string size_flags = "--width=" + std::to_string(width) + " --height=" + std::to_string(height) +
                                    " --batch=" + std::to_string(batch) + " --image-width=" + std::to_string(image_w) +
                                    " --image-height=" + std::to_string(image_h);
-    // Host: the large image in, 2 results, the double reference; the batch in and out, pinned.
-    lesson::require_host_memory(pixels * (3 * sizeof(float) + sizeof(double)) + 2 * batch_bytes,
+    // Host: the large image in, one result, the double reference; the batch in and out, pinned.
+    lesson::require_host_memory(pixels * (2 * sizeof(float) + sizeof(double)) + 2 * batch_bytes,
                                 "pageable + pinned", size_flags);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     // Device: part 1 needs in + out of the large image; part 2 an in + out slot per stream.
@@ -177,6 +210,7 @@ int main(int argc, char** argv) {
     report.config("border", "clamp-to-edge");
     report.config("tile", std::to_string(TILE_W) + "x" + std::to_string(TILE_H) + " outputs, " +
                               std::to_string(TILE_W) + "x" + std::to_string(ROWS) + " threads");
+    report.config("halo tile", std::to_string(HALO_W) + "x" + std::to_string(HALO_H) + " outputs, one block each");
     report.config("batch", batch);
     report.config("image", std::to_string(image_w) + "x" + std::to_string(image_h));
     report.config("chunk", chunk);
@@ -184,10 +218,17 @@ int main(int argc, char** argv) {
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
 
-    // ---- Part 1: one large image, naive and tiled -------------------------------------------
+    // ---- Part 1: one large image, three rungs ------------------------------------------------
     const size_t bytes = pixels * sizeof(float);
-    std::vector<float> h_in(pixels), h_naive(pixels), h_tiled(pixels);
+    std::vector<float> h_in(pixels), h_out(pixels);
     verify::fill_uniform(h_in.data(), pixels, opt.seed);  // random, never constant: see README Pitfalls
+    // The double-precision reference, once for all rungs.
+    lesson::HostTimer cpu;
+    std::vector<double> ref(pixels);
+    verify::blur3x3_reference(h_in.data(), ref.data(), width, height);
+    report.cpu_reference_ms(cpu.ms(), verify::host_threads());
+    const double ref_rms = verify::rms(ref.data(), pixels);
+    const std::string dims = std::to_string(width) + "x" + std::to_string(height);
 
     float *d_in = nullptr, *d_out = nullptr;
     CUDA_CHECK(cudaMalloc(&d_in, bytes));
@@ -196,6 +237,7 @@ int main(int argc, char** argv) {
 
     const dim3 block(TILE_W, ROWS);
     const lesson::Grid gn = lesson::grid_for(W, H, 1, TILE_W, ROWS);  // naive: one pixel per thread
+    const lesson::Grid gh = lesson::grid_for(W, H, 1, HALO_W, HALO_H);  // one-tile: one block per tile
     // Tiled: no more blocks than the GPU runs at once; each loops over every gridDim.x-th tile.
     const lesson::Grid gt = lesson::grid_for(W, H, 1, TILE_W, TILE_H);  // tiles across, tiles down
     int per_sm = 0;
@@ -204,35 +246,38 @@ int main(int argc, char** argv) {
     const unsigned tiled_blocks = unsigned(std::min<uint64_t>(tiles, uint64_t(per_sm) * prop.multiProcessorCount));
     report.config("tiled blocks", std::to_string(tiled_blocks) + " (" + std::to_string(per_sm) + " per SM) for " +
                                       std::to_string(tiles) + " tiles");
-    auto naive = [&] {
-        blur3x3Naive<<<dim3(gn.x, gn.y), block>>>(d_in, d_out, int(width), int(height));
-        CUDA_CHECK_LAUNCH();
-    };
-    auto tiled = [&] {
-        blur3x3Tiled<<<dim3(tiled_blocks, 1, 1), block>>>(d_in, d_out, int(width), int(height));
-        CUDA_CHECK_LAUNCH();
-    };
-    // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
-    CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
-    naive();
-    CUDA_CHECK(cudaMemcpy(h_naive.data(), d_out, bytes, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
-    tiled();
-    CUDA_CHECK(cudaMemcpy(h_tiled.data(), d_out, bytes, cudaMemcpyDeviceToHost));
 
-    const double naive_ms = lesson::time_median_ms(int(opt.repeat), naive);
-    const double tiled_ms = lesson::time_median_ms(int(opt.repeat), tiled);
+    // The ladder: one table of rungs, one verify-and-time loop.
+    struct Rung {
+        std::string name;
+        std::function<void()> launch;
+        double ms = 0;
+    };
+    std::vector<Rung> rungs = {
+        {"blur3x3Naive", [&] {
+             blur3x3Naive<<<dim3(gn.x, gn.y), block>>>(d_in, d_out, int(width), int(height));
+             CUDA_CHECK_LAUNCH();
+         }},
+        {"blur3x3Halo", [&] {
+             blur3x3Halo<<<dim3(gh.x, gh.y), dim3(HALO_W, HALO_H)>>>(d_in, d_out, int(width), int(height));
+             CUDA_CHECK_LAUNCH();
+         }},
+        {"blur3x3Tiled", [&] {
+             blur3x3Tiled<<<dim3(tiled_blocks, 1, 1), block>>>(d_in, d_out, int(width), int(height));
+             CUDA_CHECK_LAUNCH();
+         }},
+    };
+    for (Rung& r : rungs) {
+        // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
+        CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
+        r.launch();
+        CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+        if (opt.inject_fault) verify::inject_fault(h_out.data(), pixels, opt.seed);
+        report.check(verify::compare(h_out.data(), ref.data(), pixels, 1e-5, r.name + ", every pixel of " + dims, ref_rms));
+        r.ms = lesson::time_median_ms(int(opt.repeat), r.launch);
+    }
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
-    if (opt.inject_fault) verify::inject_fault(h_tiled.data(), pixels, opt.seed);
-
-    lesson::HostTimer cpu;
-    std::vector<double> ref(pixels);
-    verify::blur3x3_reference(h_in.data(), ref.data(), width, height);
-    report.cpu_reference_ms(cpu.ms());
-    const std::string dims = std::to_string(width) + "x" + std::to_string(height);
-    report.check(verify::compare(h_naive.data(), ref.data(), pixels, 1e-5, "blur3x3Naive, every pixel of " + dims));
-    report.check(verify::compare(h_tiled.data(), ref.data(), pixels, 1e-5, "blur3x3Tiled, every pixel of " + dims));
 
     // ---- Part 2: a batch of images, chunks over streams, pinned host memory ------------------
     // The PCIe bound at this chunk size: bursts of back-to-back chunk copies, best of several trials.
@@ -315,9 +360,11 @@ int main(int argc, char** argv) {
     report.timing(std::string(lesson::kTimingMethod) + "; pipelines: host clock around issue + cudaDeviceSynchronize");
     const double kernel_bytes = 2.0 * bytes;  // one read of the input, one write of the output
     const std::string in_l2 = lesson::l2_note(kernel_bytes, prop);
-    const double naive_gbps = kernel_bytes / (naive_ms * 1e6), tiled_gbps = kernel_bytes / (tiled_ms * 1e6);
-    report.variant_bound("blur3x3Naive " + dims, naive_ms, naive_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.variant_bound("blur3x3Tiled " + dims, tiled_ms, tiled_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
+    for (const Rung& r : rungs)
+        report.variant_bound(r.name + " " + dims, r.ms, kernel_bytes / (r.ms * 1e6), "GB/s", dram.gbps, "DRAM bound", in_l2);
+    report.metric("blur3x3Halo over blur3x3Naive", rungs[0].ms / rungs[1].ms, "x");
+    report.metric("blur3x3Tiled over blur3x3Halo", rungs[1].ms / rungs[2].ms, "x");
+    const double tiled_gbps = kernel_bytes / (rungs[2].ms * 1e6);
     const double link_bytes = 2.0 * batch_bytes;  // the batch goes up once and comes down once
     const double bound_ms = lesson::link_bound_ms(double(batch_bytes), double(batch_bytes), link);
     const double bound_gbps = link_bytes / (bound_ms * 1e6);
