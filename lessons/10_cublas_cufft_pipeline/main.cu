@@ -27,6 +27,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/fft.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 using verify::cplx;
@@ -130,8 +131,10 @@ int main(int argc, char** argv) {
     // So ask it for C = A * B with A = X, B = T:  C = X^T * T^T = (T * X)^T, i.e. Y in row-major.
     // strideB = 0: every image of the batch uses the same T.
     const cuComplex one = make_cuComplex(1.f, 0.f), zero = make_cuComplex(0.f, 0.f);
-    // cublasSetStream resets the handle to its default workspace; two streams running GEMMs at once
-    // through one handle must not share scratch memory, so each stream gets its own right after.
+    // One handle, several streams (cuBLAS documentation, lesson 09): cublasSetStream also resets the
+    // handle to its default workspace pool, from which cuBLAS picks scratch memory for routines
+    // running in parallel streams, and results may then differ bit for bit from run to run. Each
+    // stream gets a workspace of its own, set right after cublasSetStream.
     auto transform = [&](int64_t s, int64_t count) {
         CUBLAS_CHECK(cublasSetStream(blas, stream[s]));
         CUBLAS_CHECK(cublasSetWorkspace(blas, d_ws[s], ws_bytes));
@@ -221,8 +224,8 @@ int main(int argc, char** argv) {
         return ref;
     };
     lesson::HostTimer verify_timer;
-    // (1) The first sample alone: the single-threaded reference time, and the error scale for all;
-    // then the others, one image per host thread at a time.
+    // (1) The first sample alone (its reference runs on all host cores): the reference time, and
+    // the error scale for all; then the others, one image per host thread at a time.
     lesson::HostTimer one_timer;
     std::vector<cplx> ref0 = full_reference(image_of_chunk(0));
     const double cpu_ms = one_timer.ms();
@@ -267,7 +270,7 @@ int main(int argc, char** argv) {
                                  row_gpu.size() * 2, 1e-4, "every image: spectrum row 0 and one random row, row u = FFT(row u of F*T times X)"));
     report.check(verify::compare(reinterpret_cast<const float*>(sum_gpu.data()), reinterpret_cast<const double*>(sum_ref.data()),
                                  sum_gpu.size() * 2, 1e-4, "every image: sum of its spectrum = n^2 (T X)[0][0]"));
-    report.cpu_reference_ms(cpu_ms);
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
     // ---- Report: the stages, then the pipeline against the PCIe bound measured now.
     const double batch_bytes = static_cast<double>(batch * img_bytes), chunk_bytes = static_cast<double>(chunk * img_bytes);
@@ -306,7 +309,7 @@ int main(int argc, char** argv) {
     report.metric("host: verify, all checks, threads", verify_ms, "ms");
     report.metric("host: threads", static_cast<double>(nthreads), "");
     report.note("GEMM flops counted as 8*n^3 per image (a complex multiply-add is 8 real flops)");
-    report.note("the single-threaded CPU reference time is for ONE image (double CGEMM + 2D FFT)");
+    report.note("the CPU reference time is for ONE image (double CGEMM + 2D FFT)");
     char key[128];
     std::snprintf(key, sizeof key, "pipeline, %s %.1f GB/s, n=%lld batch=%lld", k.c_str(), gbps(pipe_ms), (long long)n,
                   (long long)batch);
