@@ -7,8 +7,10 @@
 // GEMMs are far faster than the PCIe copies, so the pipeline is judged against
 // the PCIe bound, measured in the same run. Last, the same pipeline with inputs
 // produced just in time into pinned slot buffers that are reused only after
-// their previous chunk finished, so host memory stays a few chunks.
-// See README.md.
+// their previous chunk finished, so host memory stays a few chunks. One cuBLAS
+// handle drives all streams, with a workspace of its own for each stream.
+// Lesson 09 of the course: lesson 08 called cublasSgemm once, lesson 10 adds
+// cuFFT. Run: ./cublas_strided_batched. See README.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +33,7 @@
 #include "verify/compare.h"
 #include "verify/gemm_checksum.h"
 #include "verify/matmul.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 // `count` row-major n x n products C_i = A_i * B_i, stored back to back
@@ -124,7 +127,10 @@ int main(int argc, char** argv) {
     const std::string sizes = "--n/--batch/--chunk/--streams";
     lesson::require_host_memory(pinned + plan.count * uint64_t(samples) * nn * sizeof(double), "pinned", sizes);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
-    lesson::require_device_memory(std::max(uint64_t(batch) * 3 * mat_bytes, S * 3 * chunk_bytes + 2 * chunk_bytes), sizes);
+    // A cuBLAS workspace per stream: 32 MiB, the size cuBLAS's documentation recommends for Hopper.
+    const size_t ws_bytes = size_t(32) << 20;
+    lesson::require_device_memory(std::max(uint64_t(batch) * 3 * mat_bytes, S * (3 * chunk_bytes + ws_bytes) + 2 * chunk_bytes),
+                                  sizes);
 
     lesson::Report report("09_cublas_strided_batched");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
@@ -138,7 +144,7 @@ int main(int argc, char** argv) {
     const int R = static_cast<int>(opt.repeat), N = static_cast<int>(n);
     const double flops = 2.0 * double(n) * double(n) * double(n) * double(batch);
 
-    cublasHandle_t handle;  // one handle; each chunk tells it which stream to use
+    cublasHandle_t handle;  // one handle; each chunk tells it which stream and which workspace to use
     CUBLAS_CHECK(cublasCreate(&handle));
 
     // Staged inputs: the whole batch in pinned memory. Element e of A is
@@ -158,7 +164,7 @@ int main(int argc, char** argv) {
         const lesson::Chunk ch = plan.at(c);
         refs.push_back(reference_for_chunk(h_A + ch.first * nn, h_B + ch.first * nn, n, ch, samples, opt.seed));
     }
-    report.cpu_reference_ms(cpu.ms());
+    report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     auto check_staged = [&](const std::string& run) {
         BatchCheck check(n);
         for (uint64_t c = 0; c < plan.count; ++c) check.add(h_C + plan.at(c).first * nn, n, plan.at(c), refs[c]);
@@ -206,24 +212,33 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaFree(d_C));
     }
 
-    // The pipeline's slots: a stream, device buffers for one chunk and a "done" event each.
+    // The pipeline's slots: a stream, device buffers for one chunk, a cuBLAS workspace and a
+    // "done" event each.
     std::vector<cudaStream_t> stream(S);
     std::vector<cudaEvent_t> done(S);
     std::vector<float*> d_A(S), d_B(S), d_C(S);
+    std::vector<void*> d_ws(S);
     for (uint64_t s = 0; s < S; ++s) {
         CUDA_CHECK(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreateWithFlags(&done[s], cudaEventDisableTiming));
         CUDA_CHECK(cudaMalloc(&d_A[s], chunk_bytes));
         CUDA_CHECK(cudaMalloc(&d_B[s], chunk_bytes));
         CUDA_CHECK(cudaMalloc(&d_C[s], chunk_bytes));
+        CUDA_CHECK(cudaMalloc(&d_ws[s], ws_bytes));  // cudaMalloc aligns to 256 bytes, as cuBLAS requires
     }
     // Chunk c of (hA, hB) -> hC on slot c % slots. Within a slot, stream order
     // keeps the device buffers safe: chunk c + slots waits for chunk c's copies.
+    // One handle, several streams (cuBLAS documentation, README): cublasSetStream before the
+    // call puts the GEMMs on the slot's stream, and also resets the handle to its default
+    // workspace pool, from which cuBLAS picks scratch memory for routines running in parallel
+    // streams; results may then differ bit for bit from run to run. So each stream gets its own
+    // workspace, set right after cublasSetStream (one handle per stream would do as well).
     auto issue_chunk = [&](const lesson::Chunk& ch, uint64_t s, const float* hA, const float* hB, float* hC) {
         const size_t bytes = ch.count * mat_bytes;
         CUDA_CHECK(cudaMemcpyAsync(d_A[s], hA, bytes, cudaMemcpyHostToDevice, stream[s]));
         CUDA_CHECK(cudaMemcpyAsync(d_B[s], hB, bytes, cudaMemcpyHostToDevice, stream[s]));
-        CUBLAS_CHECK(cublasSetStream(handle, stream[s]));  // this chunk's GEMMs run on its slot's stream
+        CUBLAS_CHECK(cublasSetStream(handle, stream[s]));             // this chunk's GEMMs run on its slot's stream
+        CUBLAS_CHECK(cublasSetWorkspace(handle, d_ws[s], ws_bytes));  // ... with that stream's own workspace
         gemm_strided_batched(handle, N, d_A[s], d_B[s], d_C[s], static_cast<int>(ch.count));
         CUDA_CHECK(cudaMemcpyAsync(hC, d_C[s], bytes, cudaMemcpyDeviceToHost, stream[s]));
         CUDA_CHECK(cudaEventRecord(done[s], stream[s]));
@@ -332,10 +347,13 @@ int main(int argc, char** argv) {
     report.default_size(cli.at_default_size());
     report.target("staged pipeline of max(PCIe, GPU compute) bound", bound_ms / best_ms, 0.85);
 
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUBLAS_CHECK(cublasDestroy(handle));  // before the workspaces it may still point to are freed
     for (uint64_t s = 0; s < S; ++s) {
         CUDA_CHECK(cudaFree(d_A[s]));
         CUDA_CHECK(cudaFree(d_B[s]));
         CUDA_CHECK(cudaFree(d_C[s]));
+        CUDA_CHECK(cudaFree(d_ws[s]));
         CUDA_CHECK(cudaEventDestroy(done[s]));
         CUDA_CHECK(cudaStreamDestroy(stream[s]));
     }
@@ -343,6 +361,5 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFreeHost(h_A));
     CUDA_CHECK(cudaFreeHost(h_B));
     CUDA_CHECK(cudaFreeHost(h_C));
-    CUBLAS_CHECK(cublasDestroy(handle));
     return report.finish(opt.json);
 }
