@@ -1,12 +1,13 @@
 // Lesson 07 - 3x3 Gaussian blur: a naive kernel, two shared-memory tiled
 // kernels, and a batch of images streamed through the GPU in chunks.
 //
-// Part 1 blurs one large image three times, a ladder of three rungs: a naive
+// Part 1 blurs one large image four times, a ladder of four rungs: a naive
 // kernel that reads its 9 neighbours from global memory; a one-tile kernel, one
 // 2D block per 32 x 8 output tile, that loads the tile and its one-pixel halo
 // (corners included) into shared memory, waits at one barrier, and blurs; and
-// the fast tiled kernel, which loops over 128 x 32 tiles and loads its next
-// tile while it blurs this one.
+// the tiled kernel, which loops over 128 x 32 tiles and loads its next tile
+// while it blurs this one; and a kernel with no shared memory at all, each
+// thread sliding a window of three rows down a float4 column strip.
 // Part 2 pushes a batch of small images through 3 streams in chunks, pinned
 // host memory, one launch per chunk (blockIdx.z = image) against one launch per
 // image. Border rule everywhere: clamp-to-edge.
@@ -150,6 +151,54 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
     }
 }
 
+// Rung 4: no shared memory at all. Each thread owns VEC adjacent columns (one float4 when the
+// width is a multiple of 4) and walks down a strip of STRIP rows. Per row it loads its VEC
+// pixels with one 16-byte load plus the pixel left and right of them (its neighbours' loads
+// brought those lines into L1, so they cost no DRAM traffic), sums [1 2 1] across, and keeps
+// the last three rows of those sums in registers: the vertical [1 2 1] needs no reload. Each
+// input row is read from DRAM once per strip (plus 2 halo rows per STRIP, mostly L2 hits).
+constexpr int STRIP = 16;                   // output rows per thread
+constexpr int ROWS_X = 64, ROWS_Y = 4;      // block: 64 column groups x 4 strips
+template <int VEC>
+__global__ void __launch_bounds__(ROWS_X * ROWS_Y)
+blur3x3Rows(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+    const int x = VEC * (blockIdx.x * ROWS_X + threadIdx.x);  // first of this thread's columns
+    if (x >= width) return;
+    const int y0 = (blockIdx.y * ROWS_Y + threadIdx.y) * STRIP;
+    if (y0 >= height) return;
+    const int xl = max(x - 1, 0), xr = min(x + VEC, width - 1);  // clamp-to-edge across
+    auto across = [&](int y, float (&sum)[VEC]) {  // [1 2 1] across row y (clamped) for the VEC columns
+        const float* row = in + static_cast<size_t>(clampToEdge(y, height)) * width;
+        float c[VEC + 2];
+        c[0] = row[xl];
+        if constexpr (VEC == 4) {
+            const float4 q = *reinterpret_cast<const float4*>(row + x);
+            c[1] = q.x, c[2] = q.y, c[3] = q.z, c[4] = q.w;
+        } else {
+            c[1] = row[x];
+        }
+        c[VEC + 1] = row[xr];
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) sum[j] = taps121(c[j], c[j + 1], c[j + 2]);
+    };
+    float above[VEC], here[VEC], below[VEC];
+    across(y0 - 1, above);
+    across(y0, here);
+    const int y_end = min(y0 + STRIP, height);
+#pragma unroll 4
+    for (int y = y0; y < y_end; ++y) {
+        across(y + 1, below);
+        float o[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) o[j] = taps121(above[j], here[j], below[j]) * (1.0f / 16.0f);
+        float* dst = out + static_cast<size_t>(y) * width + x;
+        if constexpr (VEC == 4) *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+        else dst[0] = o[0];
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) above[j] = here[j], here[j] = below[j];
+    }
+}
+
 // Every pixel of `count` images of w x h at h_in / h_out against the double-precision reference.
 static lesson::Check verify_images(const float* h_in, const float* h_out, int64_t w, int64_t h, int64_t count,
                                    const std::string& what) {
@@ -266,6 +315,15 @@ int main(int argc, char** argv) {
              blur3x3Tiled<<<dim3(tiled_blocks, 1, 1), block>>>(d_in, d_out, int(width), int(height));
              CUDA_CHECK_LAUNCH();
          }},
+        // float4 columns when every row starts 16-byte aligned (width % 4 == 0), else one column.
+        {width % 4 == 0 ? "blur3x3Rows (float4)" : "blur3x3Rows (scalar: width % 4 != 0)", [&] {
+             const int vec = width % 4 == 0 ? 4 : 1;
+             const dim3 grid(unsigned(lesson::ceil_div(lesson::ceil_div(W, vec), ROWS_X)),
+                             unsigned(lesson::ceil_div(lesson::ceil_div(H, STRIP), ROWS_Y)));
+             if (vec == 4) blur3x3Rows<4><<<grid, dim3(ROWS_X, ROWS_Y)>>>(d_in, d_out, int(width), int(height));
+             else blur3x3Rows<1><<<grid, dim3(ROWS_X, ROWS_Y)>>>(d_in, d_out, int(width), int(height));
+             CUDA_CHECK_LAUNCH();
+         }},
     };
     for (Rung& r : rungs) {
         // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
@@ -364,7 +422,11 @@ int main(int argc, char** argv) {
         report.variant_bound(r.name + " " + dims, r.ms, kernel_bytes / (r.ms * 1e6), "GB/s", dram.gbps, "DRAM bound", in_l2);
     report.metric("blur3x3Halo over blur3x3Naive", rungs[0].ms / rungs[1].ms, "x");
     report.metric("blur3x3Tiled over blur3x3Halo", rungs[1].ms / rungs[2].ms, "x");
-    const double tiled_gbps = kernel_bytes / (rungs[2].ms * 1e6);
+    report.metric("blur3x3Rows over blur3x3Tiled", rungs[2].ms / rungs[3].ms, "x");
+    size_t best = 0;
+    for (size_t i = 1; i < rungs.size(); ++i)
+        if (rungs[i].ms < rungs[best].ms) best = i;
+    const double best_gbps = kernel_bytes / (rungs[best].ms * 1e6);
     const double link_bytes = 2.0 * batch_bytes;  // the batch goes up once and comes down once
     const double bound_ms = lesson::link_bound_ms(double(batch_bytes), double(batch_bytes), link);
     const double bound_gbps = link_bytes / (bound_ms * 1e6);
@@ -380,11 +442,11 @@ int main(int argc, char** argv) {
     report.note("kernel GB/s count one read of the input and one write of the output; pipeline GB/s count H2D + D2H bytes");
     report.note("pipeline times: inputs already staged in pinned memory, host clock around issue + cudaDeviceSynchronize");
     char key[128];
-    std::snprintf(key, sizeof key, "blur3x3Tiled %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", tiled_gbps,
-                  dims.c_str(), 100.0 * bound_ms / per_chunk_ms);
-    report.key_result(key, tiled_gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
+    std::snprintf(key, sizeof key, "%s %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", rungs[best].name.c_str(),
+                  best_gbps, dims.c_str(), 100.0 * bound_ms / per_chunk_ms);
+    report.key_result(key, best_gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
     report.default_size(cli.at_default_size());
-    report.target("blur3x3Tiled of the DRAM bound", tiled_gbps / dram.gbps, 0.80);
+    report.target("best rung of the DRAM bound", best_gbps / dram.gbps, 0.80);
     report.target("batch pipeline of the PCIe bound", bound_ms / per_chunk_ms, 0.85);
     return report.finish(opt.json);
 }
