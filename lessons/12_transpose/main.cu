@@ -40,7 +40,7 @@
 // each thread TILE / BLOCK_ROWS = 4 elements (one per pass of its j loop).
 constexpr int TILE = 32;
 constexpr int BLOCK_ROWS = 8;
-// Rung 5 (and the copy ceiling): WIDE_THREADS x WIDE_THREADS threads move a
+// Rung 5 (and the copy yardstick): WIDE_THREADS x WIDE_THREADS threads move a
 // WIDE x WIDE tile, each thread 4 float4s = 16 floats.
 constexpr int WIDE = 64;
 constexpr int WIDE_THREADS = 16;
@@ -52,7 +52,7 @@ constexpr int WIDE_THREADS = 16;
 // value is used. Only the stores are guarded.
 __device__ __forceinline__ int clampTo(int i, int n) { return i < n ? i : n - 1; }
 
-// ---- the ceiling: a copy with the wide rung's access pattern, minus the transpose ----
+// ---- the yardstick: a copy with the wide rung's access pattern, minus the transpose ----
 __global__ void copyWide(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
     const int x = blockIdx.x * WIDE + 4 * threadIdx.x;  // first of this thread's 4 columns
     const int y0 = blockIdx.y * WIDE + threadIdx.y;
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     const dim3 block(TILE, BLOCK_ROWS), grid(g32.x, g32.y);
     const dim3 wideBlock(WIDE_THREADS, WIDE_THREADS), wideGrid(g64.x, g64.y);
     std::vector<Rung> rungs = {
-        {"copy: float4, 64x64 tiles (ceiling)", false, [&] { copyWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
+        {"copy: float4, 64x64 tiles (yardstick)", false, [&] { copyWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
         {"copy: scalar, 32x32 tiles", false, [&] { copyTile<<<grid, block>>>(d_in, d_out, R, C); }},
         {"1 naive (strided writes)", true, [&] { transposeNaive<<<grid, block>>>(d_in, d_out, R, C); }},
         {"2 tiled 32x32 (bank conflicts)", true, [&] { transposeTiled<0><<<grid, block>>>(d_in, d_out, R, C); }},
