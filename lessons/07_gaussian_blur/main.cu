@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
 
-    // ---- Part 1: one large image, three rungs ------------------------------------------------
+    // ---- Part 1: one large image, four rungs -------------------------------------------------
     const size_t bytes = pixels * sizeof(float);
     std::vector<float> h_in(pixels), h_out(pixels);
     verify::fill_uniform(h_in.data(), pixels, opt.seed);  // random, never constant: see README Pitfalls
