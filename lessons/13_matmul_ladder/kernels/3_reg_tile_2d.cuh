@@ -1,0 +1,67 @@
+// Lesson 13 of the course (the SGEMM ladder), rung 3 of 9: a 2D register tile.
+//
+// Before: rung 2 reused each value of B 8 times but each value of A only once
+//         (9 shared loads per 8 FMAs), and its 64 x 64 tile fetched 1/32 of a
+//         global element per FMA.
+// Here:   a 128 x 128 block tile, k step 8, 256 threads, each thread an 8 x 8 block
+//         of C in registers. Per k a thread reads 8 values of A and 8 of B from
+//         shared memory and does 8 x 8 = 64 FMAs with them.
+// Lacks:  wide accesses. Global loads are 4 bytes each, and both fragment reads
+//         hit 2-way bank conflicts.
+// Next:   rung 4 moves 16 bytes per load and stores A transposed
+//         (diff kernels/3_reg_tile_2d.cuh kernels/4_vectorized.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=3
+#pragma once
+#include "common/check.h"
+#include "common.cuh"
+
+namespace rung3 {
+
+constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
+constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
+
+__global__ void __launch_bounds__(kThreads)
+sgemmRegTile2D(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    __shared__ float As[kBM][kBK];
+    __shared__ float Bs[kBK][kBN];
+    const int t = threadIdx.x, tx = t % (kBN / kTN), ty = t / (kBN / kTN);
+    const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+    float acc[kTM][kTN] = {};
+    for (int k0 = 0; k0 < K; k0 += kBK) {
+#pragma unroll
+        for (int i = 0; i < kBM * kBK / kThreads; ++i) {  // 4 elements of each tile per thread
+            const int e = t + i * kThreads;
+            const int ar = e / kBK, ac = e % kBK, br = e / kBN, bc = e % kBN;
+            As[ar][ac] = (m0 + ar < M && k0 + ac < K) ? A[size_t(m0 + ar) * K + k0 + ac] : 0.0f;
+            Bs[br][bc] = (k0 + br < K && n0 + bc < N) ? B[size_t(k0 + br) * N + n0 + bc] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kBK; ++k) {
+            float a[kTM], b[kTN];
+#pragma unroll
+            for (int i = 0; i < kTM; ++i) a[i] = As[ty * kTM + i][k];
+#pragma unroll
+            for (int j = 0; j < kTN; ++j) b[j] = Bs[k][tx * kTN + j];
+#pragma unroll
+            for (int i = 0; i < kTM; ++i)
+#pragma unroll
+                for (int j = 0; j < kTN; ++j) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) {
+            const int r = m0 + ty * kTM + i, c = n0 + tx * kTN + j;
+            if (r < M && c < N) C[size_t(r) * N + c] = acc[i][j];
+        }
+}
+
+inline void launch(const Gemm& g) {
+    sgemmRegTile2D<<<dim3(blocks(g.N, kBN), blocks(g.M, kBM)), kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rung3
