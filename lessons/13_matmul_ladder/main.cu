@@ -29,6 +29,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/matmul.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 
 #include "kernels/1_smem_tiles.cuh"
@@ -217,7 +218,7 @@ int main(int argc, char** argv) {
         const double ms = check_on_cpu(checks[i], seed + 10 * i, handle, ladder, opt.inject_fault && i == 0, report);
         if (i == 0) cpu_ms = ms;
     }
-    report.cpu_reference_ms(cpu_ms);  // for the first (square) shape
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());  // for the first (square) shape, all host cores
 
     // Part 2: speed at the timed shape. Allocate, copy in.
     std::vector<float> h_A(timed.a()), h_B(timed.b()), h_ref(timed.c()), h_C(timed.c());
