@@ -10,8 +10,8 @@
 //         the current one; fragments are double-buffered in registers. The default,
 //         128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches about 93% of
 //         cuBLAS on an H200 (README.md).
-// Lacks:  the last few percent: 74 KB of shared memory and 255 registers leave one
-//         block per SM, and the 4-byte transposing copies of A cost issue slots.
+// Lacks:  the last 7% to cuBLAS. Its SASS (README.md) spends issue slots on the
+//         4-byte transposing copies of A, stage bookkeeping and cp.async waits.
 // Next:   rung 8 goes back to rung 6 and widens its tile to 128 x 256 with 8 x 16
 //         outputs per thread, register-staged loads and no cp.async
 //         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh).
