@@ -49,27 +49,36 @@ __device__ Acc blockReduce(Acc v) {
     return total;
 }
 
-// Block b sums its share of in[0, n) into partials[b]. Thread g (of G threads in
-// the grid) adds the vectors g, g + G, g + 2G, ... of in, kUnroll at a time, and
-// thread g < n % 4 adds the scalar in[4 (n / 4) + g] of the ragged end.
+// Block b sums its share of in[0, n) into partials[b]: the tiles b, b + G, ... of
+// kUnroll x kThreads vectors (G blocks), kUnroll loads in flight per thread, and
+// thread g < n % 4 of the grid adds the scalar in[4 (n / 4) + g] of the ragged end.
 // The last block to finish then adds the partials into out[0].
 template <class T, class Acc>
 __global__ void reduceLastBlock(const T* __restrict__ in, Acc* partials, unsigned* counter, Acc* out, size_t n) {
     using V = typename Vec4<T>::type;
     const V* in4 = reinterpret_cast<const V*>(in);
     const size_t n4 = n / 4;
-    const size_t stride = size_t(gridDim.x) * blockDim.x;
-    const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    // Block b reads tiles b, b + G, b + 2G, ... (G blocks) of kUnroll x kThreads vectors; in a
+    // tile, thread t reads vectors t, t + kThreads, ...: the kUnroll loads of a warp fall in one
+    // contiguous stretch of memory, not kUnroll stretches a grid apart (DRAM pages stay open).
+    const size_t tile = size_t(kUnroll) * blockDim.x;
     Acc acc[kUnroll] = {};
-    size_t i = first;
-    for (; i + (kUnroll - 1) * stride < n4; i += kUnroll * stride) {
-        V v[kUnroll];
+    for (size_t base = size_t(blockIdx.x) * tile; base < n4; base += size_t(gridDim.x) * tile) {
+        if (base + tile <= n4) {
+            V v[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) v[u] = in4[i + u * stride];  // all loads leave before any add
+            for (int u = 0; u < kUnroll; ++u) v[u] = in4[base + u * blockDim.x + threadIdx.x];  // all loads leave first
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) acc[u] += sum4<Acc>(v[u]);
+            for (int u = 0; u < kUnroll; ++u) acc[u] += sum4<Acc>(v[u]);
+        } else {  // the last, partial tile
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const size_t i = base + u * blockDim.x + threadIdx.x;
+                if (i < n4) acc[u] += sum4<Acc>(in4[i]);
+            }
+        }
     }
-    for (; i < n4; i += stride) acc[0] += sum4<Acc>(in4[i]);  // the last (fewer than kUnroll) vectors
+    const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (first < n - 4 * n4) acc[0] += Acc(in[4 * n4 + first]);  // the last n % 4 values
     static_assert(kUnroll == 4, "the line below adds four accumulators");
     const Acc sum = blockReduce<Acc>((acc[0] + acc[1]) + (acc[2] + acc[3]));

@@ -26,16 +26,16 @@
 
 namespace single_pass {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kVecs = 4;                  // 16-byte vectors per thread
+constexpr int kVecs = 8;                  // 16-byte vectors per thread
 constexpr int kItems = 4 * kVecs;         // elements per thread
 constexpr int kWarpItems = 32 * kItems;   // a warp's contiguous share of the tile
 constexpr int kTile = kThreads * kItems;  // 4096 elements
 constexpr unsigned kFull = 0xffffffffu;
 // At most this many additions lie between any input and any output of one
-// tile (float error bound): 3 inside a vector, 5 in the warp scan, 4 in the
-// carry across rows, 8 over the warp totals, 2 for the bases, 4 in the last
+// tile (float error bound): 3 inside a vector, 5 in the warp scan, 8 in the
+// carry across rows, 4 over the warp totals, 2 for the bases, 4 in the last
 // pass over the vector: 26.
 constexpr uint64_t kTileDepth = 32;
 
