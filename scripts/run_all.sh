@@ -64,8 +64,9 @@ if [ "$DO_BUILD" = 1 ]; then
     { tail -n 40 "$BUILD.build.log"; echo "run_all.sh: build failed (full log: $BUILD.build.log)"; exit 1; }
   rm -f "$BUILD.build.log"
 fi
-BIN="$ROOT/$BUILD/bin"
-RES="$ROOT/$BUILD/results"
+case "$BUILD" in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
+BIN="$BUILD_ABS/bin"
+RES="$BUILD_ABS/results"
 mkdir -p "$RES"
 
 gpu=$("$BIN/gpu_check" 2>&1); rc=$?
