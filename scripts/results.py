@@ -87,15 +87,33 @@ def against(key):
     return "%.2fx %s" % (frac, key.get("of", ""))
 
 
-def targets_text(lesson):
+def need_text(t):
+    if t.get("unit") == "%":
+        return ">= %.0f%%" % (100 * t["minimum"])
+    return ">= %.2fx" % t["minimum"]
+
+
+def targets_text(name, summaries):
+    """'>= 90%: met on H100, met on H200' for each target of the lesson."""
+    per_gpu = []
+    for s in summaries:
+        lesson = s["lessons"].get(name)
+        per_gpu.append((short_label(s), lesson.get("targets", []) if lesson else []))
+    count = max(len(t) for _, t in per_gpu) if per_gpu else 0
     out = []
-    for t in lesson.get("targets", []):
-        if t.get("unit") == "%":
-            need = ">= %.0f%%" % (100 * t["minimum"])
-        else:
-            need = ">= %.2fx" % t["minimum"]
-        out.append(("met " if t.get("met") else "MISSED ") + need)
-    return ", ".join(out) if out else "-"
+    for i in range(count):
+        need, verdicts = "", []
+        for label, targets in per_gpu:
+            if i < len(targets):
+                need = need_text(targets[i])
+                verdicts.append(("met" if targets[i].get("met") else "**MISSED**") + " on " + label)
+        out.append(need + ": " + ", ".join(verdicts))
+    return "; ".join(out) if out else "-"
+
+
+def short_label(summary):
+    label = gpu_label(summary).replace("NVIDIA ", "")
+    return label.split()[0] if label else "?"
 
 
 def gpu_label(summary):
@@ -117,14 +135,13 @@ def table(summaries):
     head = "| lesson |"
     rule = "|---|"
     for s in summaries:
-        head += " %s: key result | against |" % gpu_label(s).replace("NVIDIA ", "")
+        head += " %s: key result | against |" % short_label(s)
         rule += "---|---|"
     head += " targets |"
     rule += "---|"
     lines += [head, rule]
     for n in names:
         row = "| %s |" % n.replace("_", " ", 1)
-        targets = "-"
         for s in summaries:
             lesson = s["lessons"].get(n)
             if not lesson:
@@ -137,9 +154,7 @@ def table(summaries):
             if lesson.get("warnings"):
                 metric += " **WARNING**"
             row += " %s | %s |" % (metric.replace("|", "/"), against(key))
-            if targets == "-":
-                targets = targets_text(lesson)
-        row += " %s |" % targets
+        row += " %s |" % targets_text(n, summaries)
         lines.append(row)
     return "\n".join(lines)
 
