@@ -152,15 +152,15 @@ double probe_ms(const float* src, float* dst, size_t n4, int sms, int trials) {
     // Three launch shapes: one float4 per thread; a grid-stride grid of 8 blocks per SM; the same
     // with 4 float4 per input in flight per thread (what an unrolled reduction or copy does).
     const unsigned one_each = unsigned((n4 + 255) / 256), wave = unsigned(8 * sms);
-    best = std::min(best, best_burst_ms(trials, 10, [&] {
+    best = std::min(best, best_burst_ms(trials, 20, [&] {
         streamProbe<R, W, 1><<<one_each, 256>>>(in, out, n4, n4);
         CUDA_CHECK_LAUNCH();
     }));
-    best = std::min(best, best_burst_ms(trials, 10, [&] {
+    best = std::min(best, best_burst_ms(trials, 20, [&] {
         streamProbe<R, W, 1><<<wave, 256>>>(in, out, n4, n4);
         CUDA_CHECK_LAUNCH();
     }));
-    best = std::min(best, best_burst_ms(trials, 10, [&] {
+    best = std::min(best, best_burst_ms(trials, 20, [&] {
         streamProbe<R, W, 4><<<wave, 256>>>(in, out, n4, n4);
         CUDA_CHECK_LAUNCH();
     }));
@@ -170,14 +170,14 @@ double probe_ms(const float* src, float* dst, size_t n4, int sms, int trials) {
 
 // The DRAM bound of a kernel that reads `reads` arrays and writes `writes`
 // arrays of equal size, in GB/s (bytes read + written): the best of `trials`
-// bursts of the simplest streaming kernel for that mix (and, for 1:1, of
+// bursts of 20 launches of the simplest streaming kernel for that mix (and, for 1:1, of
 // cudaMemcpy), over a working set of 8x the L2 (at least 1 GiB, at most a
 // quarter of the free memory). Capped by nothing: compare with dram_peak_gbps.
 struct StreamBound {
     double gbps = 0;
     std::string name;  // e.g. "DRAM bound, 2 reads : 1 write (best burst)"
 };
-inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 5) {
+inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 10) {
     if (reads < 0 || reads > 2 || writes < 0 || writes > 1 || reads + writes == 0)
         fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__, __LINE__);
     size_t free_b = 0, total_b = 0;
@@ -195,10 +195,10 @@ inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, i
     const int sms = prop.multiProcessorCount;
     if (reads == 1 && writes == 0) ms = detail::probe_ms<1, 0>(src, dst, n4, sms, trials);
     if (reads == 0 && writes == 1)
-        ms = best_burst_ms(trials, 10, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, n4 * 16)); });
+        ms = best_burst_ms(trials, 20, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, n4 * 16)); });
     if (reads == 1 && writes == 1) {
         ms = detail::probe_ms<1, 1>(src, dst, n4, sms, trials);
-        ms = std::min(ms, best_burst_ms(trials, 10, [&] {
+        ms = std::min(ms, best_burst_ms(trials, 20, [&] {
                           CUDA_CHECK(cudaMemcpyAsync(dst, src, n4 * 16, cudaMemcpyDeviceToDevice));
                       }));
     }
