@@ -115,53 +115,53 @@ double best_burst_ms(int trials, int burst, Work&& work, cudaStream_t stream = 0
 }
 
 namespace detail {
-// The simplest streaming kernel for a read/write mix: R float4 inputs, W float4
-// outputs, U float4 per input per thread in flight per step (grid-stride). With
-// W = 0 the sum is written only when it is an impossible value, so the reads
-// cannot be removed.
+// The simplest streaming kernel for a read/write mix: R float4 inputs (a, b), W
+// float4 outputs (c), U float4 per input per thread in flight per step
+// (grid-stride). With W = 0 the sum is written only when it is an impossible
+// value, so the reads cannot be removed.
 template <int R, int W, int U>
-__global__ void streamProbe(const float4* __restrict__ in, float4* __restrict__ out, size_t n4, size_t stride) {
+__global__ void streamProbe(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
+                            size_t n4) {
     const size_t step = size_t(gridDim.x) * blockDim.x;
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += U * step) {
         float4 s[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                if (i + u * step < n4) {
-                    const float4 x = in[i + u * step + r * stride];
+        for (int u = 0; u < U; ++u) {
+            s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (i + u * step < n4) {
+                s[u] = a[i + u * step];
+                if (R == 2) {
+                    const float4 x = b[i + u * step];
                     s[u].x += x.x; s[u].y += x.y; s[u].z += x.z; s[u].w += x.w;
                 }
+            }
+        }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             if (W == 0) {
-                if (s[u].x == 1234.5f && s[u].y == -1234.5f) out[0] = s[u];
+                if (s[u].x == 1234.5f && s[u].y == -1234.5f) c[0] = s[u];
             } else if (i + u * step < n4) {
-                for (int w = 0; w < W; ++w) out[i + u * step + w * stride] = s[u];
+                c[i + u * step] = s[u];
             }
         }
     }
 }
 template <int R, int W>
-double probe_ms(const float* src, float* dst, size_t n4, int sms, int trials) {
-    auto in = reinterpret_cast<const float4*>(src);
-    auto out = reinterpret_cast<float4*>(dst);
+double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms, int trials) {
     double best = INFINITY;
     // Three launch shapes: one float4 per thread; a grid-stride grid of 8 blocks per SM; the same
     // with 4 float4 per input in flight per thread (what an unrolled reduction or copy does).
     const unsigned one_each = unsigned((n4 + 255) / 256), wave = unsigned(8 * sms);
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 1><<<one_each, 256>>>(in, out, n4, n4);
+        streamProbe<R, W, 1><<<one_each, 256>>>(a, b, c, n4);
         CUDA_CHECK_LAUNCH();
     }));
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 1><<<wave, 256>>>(in, out, n4, n4);
+        streamProbe<R, W, 1><<<wave, 256>>>(a, b, c, n4);
         CUDA_CHECK_LAUNCH();
     }));
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 4><<<wave, 256>>>(in, out, n4, n4);
+        streamProbe<R, W, 4><<<wave, 256>>>(a, b, c, n4);
         CUDA_CHECK_LAUNCH();
     }));
     return best;
@@ -170,9 +170,10 @@ double probe_ms(const float* src, float* dst, size_t n4, int sms, int trials) {
 
 // The DRAM bound of a kernel that reads `reads` arrays and writes `writes`
 // arrays of equal size, in GB/s (bytes read + written): the best of `trials`
-// bursts of 20 launches of the simplest streaming kernel for that mix (and, for 1:1, of
-// cudaMemcpy), over a working set of 8x the L2 (at least 1 GiB, at most a
-// quarter of the free memory). Capped by nothing: compare with dram_peak_gbps.
+// bursts of 20 launches of the simplest streaming kernel for that mix (and, for
+// 1:1, of cudaMemcpy). Each array is its own allocation, as a lesson's are, of
+// at least 512 MiB and 8x the L2 over all arrays (at most a quarter of the free
+// memory in all), so that the cache cannot serve it.
 struct StreamBound {
     double gbps = 0;
     std::string name;  // e.g. "DRAM bound, 2 reads : 1 write (best burst)"
@@ -182,34 +183,37 @@ inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, i
         fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__, __LINE__);
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    size_t total = std::max<size_t>(size_t(8) * prop.l2CacheSize, size_t(1) << 30);
-    total = std::min(total, free_b / 4);
-    const int arrays = std::max(reads, 1) + std::max(writes, 1);
-    const size_t n4 = (total / arrays / 16) & ~size_t(63);
-    float *src = nullptr, *dst = nullptr;
-    CUDA_CHECK(cudaMalloc(&src, n4 * 16 * std::max(reads, 1)));
-    CUDA_CHECK(cudaMalloc(&dst, n4 * 16 * std::max(writes, 1)));
-    CUDA_CHECK(cudaMemset(src, 0, n4 * 16 * std::max(reads, 1)));
-    CUDA_CHECK(cudaMemset(dst, 0, n4 * 16 * std::max(writes, 1)));
+    const int arrays = reads + writes;
+    size_t per = std::max<size_t>(size_t(8) * prop.l2CacheSize / arrays, size_t(512) << 20);
+    per = std::min(per, free_b / 4 / 3);
+    const size_t n4 = per / 16 & ~size_t(63);
+    float4 *a = nullptr, *b = nullptr, *c = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n4 * 16));
+    CUDA_CHECK(cudaMalloc(&b, n4 * 16));
+    CUDA_CHECK(cudaMalloc(&c, n4 * 16));
+    CUDA_CHECK(cudaMemset(a, 0, n4 * 16));
+    CUDA_CHECK(cudaMemset(b, 0, n4 * 16));
+    CUDA_CHECK(cudaMemset(c, 0, n4 * 16));
     double ms = INFINITY;
     const int sms = prop.multiProcessorCount;
-    if (reads == 1 && writes == 0) ms = detail::probe_ms<1, 0>(src, dst, n4, sms, trials);
+    if (reads == 1 && writes == 0) ms = detail::probe_ms<1, 0>(a, b, c, n4, sms, trials);
     if (reads == 0 && writes == 1)
-        ms = best_burst_ms(trials, 20, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, n4 * 16)); });
+        ms = best_burst_ms(trials, 20, [&] { CUDA_CHECK(cudaMemsetAsync(c, 0, n4 * 16)); });
     if (reads == 1 && writes == 1) {
-        ms = detail::probe_ms<1, 1>(src, dst, n4, sms, trials);
+        ms = detail::probe_ms<1, 1>(a, b, c, n4, sms, trials);
         ms = std::min(ms, best_burst_ms(trials, 20, [&] {
-                          CUDA_CHECK(cudaMemcpyAsync(dst, src, n4 * 16, cudaMemcpyDeviceToDevice));
+                          CUDA_CHECK(cudaMemcpyAsync(c, a, n4 * 16, cudaMemcpyDeviceToDevice));
                       }));
     }
-    if (reads == 2 && writes == 1) ms = detail::probe_ms<2, 1>(src, dst, n4, sms, trials);
-    CUDA_CHECK(cudaFree(src));
-    CUDA_CHECK(cudaFree(dst));
-    StreamBound b;
-    b.gbps = double(reads + writes) * double(n4) * 16.0 / (ms * 1e6);
-    b.name = "DRAM bound, " + std::to_string(reads) + " read" + (reads == 1 ? "" : "s") + " : " +
-             std::to_string(writes) + " write" + (writes == 1 ? "" : "s") + " (best burst)";
-    return b;
+    if (reads == 2 && writes == 1) ms = detail::probe_ms<2, 1>(a, b, c, n4, sms, trials);
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(b));
+    CUDA_CHECK(cudaFree(c));
+    StreamBound bound;
+    bound.gbps = double(reads + writes) * double(n4) * 16.0 / (ms * 1e6);
+    bound.name = "DRAM bound, " + std::to_string(reads) + " read" + (reads == 1 ? "" : "s") + " : " +
+                 std::to_string(writes) + " write" + (writes == 1 ? "" : "s") + " (best burst)";
+    return bound;
 }
 
 // Records a DRAM bound in the report next to the theoretical peak, and warns if
