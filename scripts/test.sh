@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# scripts/test.sh - configure, build and run CTest, from a fresh clone.
+# scripts/test.sh [--perf] - configure, build and run CTest, from a fresh clone.
 # No GPU needed: CPU tests run, lesson runs report SKIP (exit 77), bad-input
 # runs check exit 2, the handouts are rendered and checked. Installs Catch2
 # (and pandoc, weasyprint, poppler-utils for the handouts) with apt-get when
 # missing and this runs as root; otherwise prints the command to run.
+# The performance tests (label perf: each lesson at its default size against its
+# benchmark targets) depend on the machine as much as on the code, so they run
+# only with --perf (or `ctest -L perf`, or `scripts/run_all.sh --check-targets`).
 set -euo pipefail
+PERF=0
+for arg in "$@"; do
+  case "$arg" in
+    --perf) PERF=1 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build}
 
@@ -24,4 +35,6 @@ command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" --parallel "$(nproc)"
 cd "$BUILD"
-ctest --output-on-failure --parallel "$(nproc)" --timeout 300
+select=(-LE perf)
+[ "$PERF" = 1 ] && select=()
+ctest --output-on-failure --parallel "$(nproc)" --timeout 300 "${select[@]}"
