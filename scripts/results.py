@@ -128,7 +128,7 @@ def table(summaries):
     names = sorted({n for s in summaries for n in s["lessons"]})
     lines = []
     for s in summaries:
-        lines.append("- **%s**: driver %s, CUDA %s, %s; lessons ran in %.0f s (`scripts/run_all.sh`, build not counted)."
+        lines.append("- **%s**: driver %s, CUDA %s, %s; the lessons' default-size runs took %.0f s in all (`scripts/run_all.sh`; build, fault checks and the run_all bookkeeping not counted)."
                      % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"), s.get("date", "?"),
                         s.get("total_seconds", 0)))
     lines.append("")

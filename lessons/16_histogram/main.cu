@@ -17,7 +17,7 @@
 // Lesson 16 of the course: lessons 14 and 15 (reduction, scan) combined values
 // in a fixed pattern; here each byte's destination depends on its value, so
 // threads collide on the same counters. Shared memory and its banks come from
-// lessons 06 and 12. Next: lesson 17.
+// lessons 06 and 12. Next: lesson 17 (fusion and the roofline, planned).
 // Run: ./build/bin/histogram            (all rungs, n = 2^28 bytes per input)
 //      ./build/bin/histogram --rung=3   (one rung alone, with CUB beside it)
 #include <cub/device/device_histogram.cuh>
