@@ -249,8 +249,6 @@ inline double measure_d2d_gbps(const cudaDeviceProp& prop, int repeat = 10) {
 // directions at once (bytes of both counted).
 struct LinkRates {
     double h2d = 0, d2h = 0, both = 0;
-    size_t copy_bytes = 0;
-    int burst = 0;
 };
 
 // The PCIe bound at the pipeline's copy size, measured as a pipeline issues
@@ -260,8 +258,7 @@ struct LinkRates {
 // pageable copies block the host, so their burst is timed with the host clock.
 inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     LinkRates r;
-    r.copy_bytes = bytes;
-    r.burst = int(std::min<size_t>(64, std::max<size_t>(4, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
+    const int burst = int(std::min<size_t>(64, std::max<size_t>(4, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
     char *h_a = nullptr, *h_b = nullptr;
     if (pinned) {
         CUDA_CHECK(cudaMallocHost(&h_a, bytes));
@@ -281,13 +278,13 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     cudaStream_t s1, s2;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    const double burst_bytes = double(bytes) * r.burst;
+    const double burst_bytes = double(bytes) * burst;
     if (pinned) {
-        double ms = best_burst_ms(trials, r.burst, [&] {
+        double ms = best_burst_ms(trials, burst, [&] {
             CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
         }, s1);
         r.h2d = bytes / (ms * 1e6);
-        ms = best_burst_ms(trials, r.burst, [&] {
+        ms = best_burst_ms(trials, burst, [&] {
             CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1));
         }, s1);
         r.d2h = bytes / (ms * 1e6);
@@ -298,7 +295,7 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
         ms = best_burst_ms(trials, 1, [&] {
             CUDA_CHECK(cudaEventRecord(fork, s1));
             CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
-            for (int b = 0; b < r.burst; ++b) {
+            for (int b = 0; b < burst; ++b) {
                 CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
                 CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
             }
@@ -315,7 +312,7 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
             double best = INFINITY;
             for (int i = 0; i < trials; ++i) {
                 HostTimer t;
-                for (int b = 0; b < r.burst; ++b) copy();
+                for (int b = 0; b < burst; ++b) copy();
                 CUDA_CHECK(cudaDeviceSynchronize());  // an H2D copy may return before its last DMA lands
                 best = std::min(best, t.ms());
             }

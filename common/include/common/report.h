@@ -269,8 +269,6 @@ public:
         else std::snprintf(buf, sizeof buf, "%.2fx ", fraction);
         return buf + ref;
     }
-    const std::vector<std::string>& warnings() const { return warnings_; }
-    const std::vector<Target>& targets() const { return targets_; }
 
 private:
     struct Named {
