@@ -109,6 +109,12 @@ public:
     void metric(const std::string& name, double value, const std::string& unit) {
         metrics_.push_back({name, value, unit});
     }
+    // The work a kernel did: floating-point operations and DRAM bytes it must move, and its
+    // median time. Written to the JSON as a roofline point (arithmetic intensity = flops / bytes,
+    // attained GFLOP/s and GB/s), which scripts/roofline.sh draws on this GPU's measured roofline.
+    void work(const std::string& name, double flops, double bytes, double ms) {
+        work_.push_back({name, flops, bytes, ms});
+    }
     // Time of the CPU reference, and how many host threads computed it.
     void cpu_reference_ms(double ms, int threads = 1) {
         cpu_ms_ = ms;
@@ -232,6 +238,15 @@ public:
                  ",\"minimum\":" + num(t.minimum) + ",\"unit\":" + quote(t.unit) + ",\"met\":" +
                  (t.met() ? "true" : "false") + "}";
         }
+        j += "],\"work\":[";
+        for (size_t i = 0; i < work_.size(); ++i) {
+            const Work& w = work_[i];
+            const double s = w.ms * 1e-3;
+            j += std::string(i ? "," : "") + "{\"name\":" + quote(w.name) + ",\"flops\":" + num(w.flops) +
+                 ",\"bytes\":" + num(w.bytes) + ",\"ms\":" + num(w.ms) + ",\"intensity\":" +
+                 num(w.bytes > 0 ? w.flops / w.bytes : NAN) + ",\"gflops\":" + num(w.flops / s * 1e-9) +
+                 ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
+        }
         j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes_) + "}";
         return j;
     }
@@ -338,6 +353,11 @@ private:
     std::vector<Check> checks_;
     std::vector<std::string> notes_, warnings_;
     std::vector<Target> targets_;
+    struct Work {
+        std::string name;
+        double flops, bytes, ms;
+    };
+    std::vector<Work> work_;
     bool default_size_ = false;
     std::string timing_;
     double cpu_ms_ = NAN;
