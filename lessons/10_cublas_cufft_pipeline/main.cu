@@ -35,7 +35,7 @@ using verify::cplx;
 int main(int argc, char** argv) {
     // ---- Flags: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t n = 1024, batch = 128, chunk = 4, streams = 3, full_checks = 32;
+    int64_t n = 1024, batch = 128, chunk = 4, streams = 3, full_checks = 16;
     lesson::Cli cli("cublas_cufft_pipeline",
                     "Y = T * X for every image X (one shared complex matrix T), then a 2D FFT of Y, over chunks and streams.");
     lesson::add_common_flags(cli, opt);

@@ -263,13 +263,16 @@ int main(int argc, char** argv) {
 
     // ---- Report: the custom kernels (one read, one write) against the DRAM bound of a 1 : 1 mix;
     // the cuFFT stages and the pipelines, whose read/write sizes differ, against the copy as a yardstick.
-    const lesson::StreamBound dram = lesson::measure_stream_bound(prop, 1, 1);
+    // The bound is measured only where something is graded against it (data out of L2).
+    const double img_b = px * sizeof(float), spec_b = bins * sizeof(cufftComplex);
+    const std::string img_l2 = lesson::l2_note(2 * img_b, prop), spec_l2 = lesson::l2_note(2 * spec_b, prop);
+    const lesson::StreamBound dram = img_l2.empty() || spec_l2.empty()
+                                         ? lesson::measure_stream_bound(prop, 1, 1)
+                                         : lesson::stream_bound_not_measured(1, 1, img_l2);
     lesson::add_bound(report, dram, int(opt.device));
     const double d2d = lesson::measure_d2d_gbps(prop);
     report.yardstick("device-to-device cudaMemcpy", d2d, "GB/s");
     report.timing(lesson::kTimingMethod);
-    const double img_b = px * sizeof(float), spec_b = bins * sizeof(cufftComplex);
-    const std::string img_l2 = lesson::l2_note(2 * img_b, prop), spec_l2 = lesson::l2_note(2 * spec_b, prop);
     report.variant_bound("thresholdImage (read + write image)", thr_ms, 2 * img_b / (thr_ms * 1e6), "GB/s", dram.gbps,
                          "DRAM bound", img_l2);
     report.variant_yardstick("cufftExecR2C (read image, write spectrum)", r2c_ms, (img_b + spec_b) / (r2c_ms * 1e6),

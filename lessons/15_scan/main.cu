@@ -281,7 +281,8 @@ int main(int argc, char** argv) {
 
     // ---- Report: every scan against the DRAM bound of 1 read : 1 write, measured now;
     // the whole-array rungs also against CUB on the same data.
-    const lesson::StreamBound dram = lesson::measure_stream_bound(prop, 1, 1);
+    const lesson::StreamBound dram =
+        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 1) : lesson::stream_bound_not_measured(1, 1, in_l2);
     lesson::add_bound(report, dram, int(opt.device));
     report.timing(lesson::kTimingMethod);
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
