@@ -1,0 +1,197 @@
+// verify/precision.h - the narrow floating-point formats on the CPU: rounding a
+// float to FP16, BF16, TF32 and FP8 E4M3 (round to nearest, ties to even) and
+// back, the formats' unit roundoffs, the tolerance of a GEMM in a given
+// precision, a double reference for sampled rows of C = A * B^T, and the
+// emulated running sums of lesson 19's demonstrations.
+//
+// Rounding is done in double, where every step is exact for a float input:
+// the value is divided by its quantum (a power of two: the spacing of the
+// format's numbers around it), rounded to an integer with ties to even
+// (std::nearbyint in the default rounding mode) and multiplied back. That is
+// independent of the bit tricks a GPU or a library uses, so comparing the two
+// bit for bit checks both.
+#pragma once
+#include <algorithm>
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include "verify/parallel.h"
+#include "verify/random.h"
+
+namespace verify {
+
+// A binary floating-point format: p significand bits (the implicit leading 1
+// included), exponent bits and bias, the smallest normal exponent, the largest
+// finite value, and what overflow gives: infinity (IEEE FP16, BF16) or the
+// largest finite value (FP8 E4M3 converted with saturation, as cuBLAS users do;
+// E4M3 has no infinity at all).
+struct FloatFormat {
+    const char* name;
+    int p;          // significand bits, implicit bit included
+    int exp_bits;   // exponent field width (0: not stored as bits here, e.g. TF32 kept in a float)
+    int bias;       // exponent bias
+    int emin;       // exponent of the smallest normal number
+    double max_finite;
+    bool saturate;  // overflow -> +-max_finite instead of +-inf
+};
+
+constexpr FloatFormat kFp32{"FP32", 24, 8, 127, -126, 3.4028234663852886e38, false};
+constexpr FloatFormat kTf32{"TF32", 11, 8, 127, -126, 3.4011621342146535e38, false};  // (2 - 2^-10) * 2^127
+constexpr FloatFormat kBf16{"BF16", 8, 8, 127, -126, 3.3895313892515355e38, false};  // (2 - 2^-7) * 2^127
+constexpr FloatFormat kFp16{"FP16", 11, 5, 15, -14, 65504.0, false};
+constexpr FloatFormat kE4m3{"FP8 E4M3", 4, 4, 7, -6, 448.0, true};  // 1.75 * 2^8; S.1111.111 is NaN
+
+// Unit roundoff u = 2^-p: the largest relative error of one rounding to nearest.
+inline double unit_roundoff(const FloatFormat& f) { return std::ldexp(1.0, -f.p); }
+
+// x rounded to the nearest number of format f, ties to even; overflow gives
+// +-inf, or +-max_finite for a saturating format. NaN stays NaN.
+inline double round_to(double x, const FloatFormat& f) {
+    if (std::isnan(x)) return x;
+    const double a = std::fabs(x);
+    if (a == 0.0) return x;
+    if (std::isinf(x)) return f.saturate ? std::copysign(f.max_finite, x) : x;
+    int e2 = 0;
+    std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1): the exponent of a is e2 - 1
+    const int e = std::max(e2 - 1, f.emin);         // below the normal range the spacing stays fixed (subnormals)
+    const double quantum = std::ldexp(1.0, e - (f.p - 1));
+    const int mode = std::fegetround();
+    if (mode != FE_TONEAREST) std::fesetround(FE_TONEAREST);
+    double r = std::nearbyint(a / quantum) * quantum;  // ties to even
+    if (mode != FE_TONEAREST) std::fesetround(mode);
+    if (r > f.max_finite) r = f.saturate ? f.max_finite : INFINITY;
+    return std::copysign(r, x);
+}
+
+// The bits of a value of format f (total 1 + exp_bits + p - 1 bits). `v` must be
+// representable in f (a result of round_to). NaN: the format's canonical quiet NaN.
+inline uint32_t encode(double v, const FloatFormat& f) {
+    const int mant_bits = f.p - 1;
+    const uint32_t sign = std::signbit(v) ? 1u << (f.exp_bits + mant_bits) : 0u;
+    const uint32_t exp_all = (1u << f.exp_bits) - 1u;
+    if (std::isnan(v)) {
+        if (f.saturate) return exp_all << mant_bits | ((1u << mant_bits) - 1u);  // E4M3: S.1111.111
+        return exp_all << mant_bits | 1u << (mant_bits - 1);
+    }
+    const double a = std::fabs(v);
+    if (std::isinf(a)) return sign | exp_all << mant_bits;
+    if (a == 0.0) return sign;
+    int e2 = 0;
+    std::frexp(a, &e2);
+    const int e = e2 - 1;
+    if (e < f.emin)  // subnormal: exponent field 0, mantissa = a / 2^(emin - mant_bits)
+        return sign | uint32_t(std::ldexp(a, -(f.emin - mant_bits)));
+    const uint32_t mant = uint32_t(std::ldexp(a, -(e - mant_bits))) - (1u << mant_bits);
+    return sign | uint32_t(e + f.bias) << mant_bits | mant;
+}
+
+// The value of the bits of format f.
+inline double decode(uint32_t bits, const FloatFormat& f) {
+    const int mant_bits = f.p - 1;
+    const uint32_t exp_all = (1u << f.exp_bits) - 1u;
+    const bool neg = (bits >> (f.exp_bits + mant_bits)) & 1u;
+    const uint32_t ef = (bits >> mant_bits) & exp_all, mant = bits & ((1u << mant_bits) - 1u);
+    double a;
+    if (f.saturate && ef == exp_all && mant == (1u << mant_bits) - 1u) a = NAN;  // E4M3's only NaN
+    else if (!f.saturate && ef == exp_all) a = mant ? NAN : INFINITY;
+    else if (ef == 0) a = std::ldexp(double(mant), f.emin - mant_bits);
+    else a = std::ldexp(double(mant + (1u << mant_bits)), int(ef) - f.bias - mant_bits);
+    return neg ? -a : a;
+}
+
+// The conversions of lesson 19's kernels, element by element.
+inline uint16_t to_fp16_bits(float x) { return uint16_t(encode(round_to(x, kFp16), kFp16)); }
+inline uint16_t to_bf16_bits(float x) { return uint16_t(encode(round_to(x, kBf16), kBf16)); }
+inline uint8_t to_e4m3_bits(float x) { return uint8_t(encode(round_to(x, kE4m3), kE4m3)); }
+inline float fp16_bits_to_float(uint16_t b) { return float(decode(b, kFp16)); }
+inline float bf16_bits_to_float(uint16_t b) { return float(decode(b, kBf16)); }
+inline float e4m3_bits_to_float(uint8_t b) { return float(decode(b, kE4m3)); }
+inline float to_tf32(float x) { return float(round_to(x, kTf32)); }
+
+// FP8 with a per-tensor scale: the kernel multiplies by 448 / amax (in float) and
+// rounds with saturation; the GEMM multiplies back by amax / 448 (the dequantization
+// scale it is given). amax = 0 (an all-zero tensor): both scales are 1.
+inline float fp8_quant_scale(float amax) { return amax > 0.0f ? 448.0f / amax : 1.0f; }
+inline float fp8_dequant_scale(float amax) { return amax > 0.0f ? amax / 448.0f : 1.0f; }
+
+// The largest |x| of n floats (the amax of a tensor).
+inline float amax_of(const float* x, uint64_t n) {
+    const std::vector<float> parts = block_partials<float>(n, kReduceBlock, [&](uint64_t begin, uint64_t end) {
+        float m = 0.0f;
+        for (uint64_t i = begin; i < end; ++i) m = std::max(m, std::fabs(x[i]));
+        return m;
+    });
+    float m = 0.0f;
+    for (float p : parts) m = std::max(m, p);
+    return m;
+}
+
+// `count` row indices of [0, rows), ascending and distinct: one random row in
+// each of `count` equal bands of rows, so the sample reaches every part of C
+// (every band of output tiles), not only where random draws happen to cluster.
+inline std::vector<int64_t> stratified_rows(int64_t rows, int64_t count, uint64_t seed) {
+    count = std::max<int64_t>(1, std::min(count, rows));
+    std::vector<int64_t> picked(static_cast<size_t>(count));
+    for (int64_t b = 0; b < count; ++b) {
+        const int64_t lo = b * rows / count, hi = (b + 1) * rows / count;  // hi > lo since count <= rows
+        const int64_t off = int64_t(double(hash_uniform(seed, uint64_t(b), 0.0f, 1.0f)) * double(hi - lo));
+        picked[size_t(b)] = lo + std::min(off, hi - lo - 1);
+    }
+    return picked;
+}
+
+// Rows `rows` of C = scale * A * Bt^T in double, packed one after another
+// (rows.size() x N): A is M x K and Bt is N x K, both row-major, so
+// C[i][j] = scale * sum_k A[i][k] * Bt[j][k], summed k = 0, 1, ..., K-1 in double.
+// (Bt is "B transposed": the layout of a linear layer's weights, and the one
+// cuBLASLt's FP8 GEMM wants.) Every output element is one dot product of two
+// contiguous rows; they are spread over all host cores.
+inline void gemm_abt_rows(const float* A, const float* Bt, int64_t N, int64_t K, const std::vector<int64_t>& rows,
+                          double* out, double scale = 1.0) {
+    const uint64_t outputs = uint64_t(rows.size()) * uint64_t(N);
+    parallel_blocks(outputs, items_per_block(uint64_t(K)), [&](uint64_t begin, uint64_t end) {
+        for (uint64_t o = begin; o < end; ++o) {
+            const float* a = A + rows[o / uint64_t(N)] * K;
+            const float* b = Bt + int64_t(o % uint64_t(N)) * K;
+            double s = 0.0;
+            for (int64_t k = 0; k < K; ++k) s += double(a[k]) * double(b[k]);
+            out[o] = scale * s;
+        }
+    });
+}
+
+// The rel-L2 tolerance of a GEMM with inputs rounded to a format of unit roundoff
+// u_in (0: the inputs are used as they are), outputs rounded to u_out, and sums
+// accumulated in u_acc over K terms:
+//     tol = 4 u_in + 2 u_out + 4 u_acc sqrt(K).
+// For random inputs the expected errors are about 0.6 u_in (each product carries
+// the roundings of two inputs, relative error up to u each, independent), 0.4 u_out,
+// and u_acc times a factor that grows like sqrt(K) (rounding errors of a running sum
+// add up like a random walk). The constants leave room for the largest of
+// 10^5 elements, which verify::compare also checks one by one, and are tight enough
+// that a wrong format, a wrong layout or a wrong scale fails.
+inline double gemm_tolerance(double u_in, double u_out, double u_acc, int64_t K) {
+    return 4.0 * u_in + 2.0 * u_out + 4.0 * u_acc * std::sqrt(double(K));
+}
+
+// A running sum of x[0..n) in index order with the accumulator held in format f
+// (FP32, FP16 or BF16): acc = round_f(float(acc) + x[i]), the float addition
+// rounded once to float, then to f: what lesson 19's sumInOrder kernel does on
+// the GPU, bit for bit. For FP32 the second rounding changes nothing.
+inline float emulated_running_sum(const float* x, uint64_t n, const FloatFormat& f) {
+    float acc = 0.0f;
+    for (uint64_t i = 0; i < n; ++i) {
+        volatile float s = acc + x[i];  // one IEEE float addition (volatile: no wider intermediate)
+        acc = float(round_to(double(s), f));
+    }
+    return acc;
+}
+
+// Where a running sum of addends in [0, 1) stops growing in format f: at 2^p the
+// spacing of f's numbers becomes 2, so adding anything below 1 rounds back to the
+// same sum. BF16: 256, FP16: 2048 (FP32: 2^24).
+inline double running_sum_stall(const FloatFormat& f) { return std::ldexp(1.0, f.p); }
+
+}  // namespace verify
