@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -20,12 +19,13 @@
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
+#include "common/gemm.h"
 #include "common/launch.h"
 #include "common/memory.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
-#include "verify/matmul.h"
+#include "verify/gemm.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
 
@@ -91,14 +91,10 @@ static void multiply(Kind kind, cublasHandle_t handle, const float* d_A, const f
         case kNaive: matMulNaive<<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
         case kTiled16: matMulTiled<16><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
         case kTiled32: matMulTiled<32><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
-        case kCublas: {
-            // cuBLAS is column-major. Row-major C (M x N) is column-major C^T (N x M), and
-            // C^T = B^T A^T, where row-major B and A read column-major are B^T and A^T.
-            // So: swap the operands and the dimensions, no transposes, leading dimensions N, K, N.
-            const float alpha = 1.0f, beta = 0.0f;
-            CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, d_B, N, d_A, K, &beta, d_C, N));
+        case kCublas:
+            // cuBLAS is column-major: the helper asks for C^T = B^T A^T (B first; common/gemm.h, lesson 08).
+            lesson::sgemm_row_major(handle, M, N, K, d_A, d_B, d_C);
             break;
-        }
         default: break;
     }
 }
@@ -106,19 +102,11 @@ static void multiply(Kind kind, cublasHandle_t handle, const float* d_A, const f
 // Rows of C to verify: all of them while the double-precision reference costs at most
 // ~2^31 multiply-adds; otherwise rows 0 and M-1 (the edges) plus random rows, ~2^30 MACs.
 static std::vector<int64_t> rows_to_check(const Shape& s, uint64_t seed) {
-    std::vector<int64_t> rows;
     const double macs = double(s.M) * double(s.N) * double(s.K);
-    if (macs <= double(1ull << 31) && s.M * s.N <= (int64_t(1) << 26)) {
-        for (int64_t r = 0; r < s.M; ++r) rows.push_back(r);
-        return rows;
-    }
+    if (macs <= double(1ull << 31) && s.M * s.N <= (int64_t(1) << 26)) return verify::sample_rows(s.M, s.M, seed);
     int64_t want = std::max<int64_t>(16, int64_t(double(1ull << 30) / (double(s.N) * double(s.K))));
     want = std::min<int64_t>({want, s.M, (int64_t(1) << 26) / s.N});
-    std::set<int64_t> picked = {0, s.M - 1};
-    for (uint64_t i = 0; int64_t(picked.size()) < want; ++i)
-        picked.insert(int64_t(verify::splitmix64(seed * 7919 + i) % uint64_t(s.M)));
-    rows.assign(picked.begin(), picked.end());
-    return rows;
+    return verify::sample_rows(s.M, want, seed * 7919, true);
 }
 
 // The whole story for one shape: allocate, copy in, then for each variant poison C,
@@ -131,14 +119,11 @@ static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, 
     verify::fill_uniform(h_B.data(), b_n, seed + 1);
 
     // The double-precision CPU reference of the rows to check, computed once for all variants.
-    const std::vector<int64_t> rows = rows_to_check(s, seed);
-    const bool all_rows = int64_t(rows.size()) == s.M;
-    std::vector<double> ref(rows.size() * s.N);
     lesson::HostTimer cpu;
-    for (size_t i = 0; i < rows.size(); ++i)
-        verify::matmul_reference(h_A.data() + rows[i] * s.K, h_B.data(), ref.data() + i * s.N, 1, s.N, s.K);
+    const verify::GemmRows ref = verify::gemm_reference_rows(h_A.data(), h_B.data(), s.N, s.K, rows_to_check(s, seed));
     if (cpu_ms) *cpu_ms = cpu.ms();
-    const double scale = verify::rms(ref.data(), ref.size());
+    const std::vector<int64_t>& rows = ref.rows;
+    const bool all_rows = int64_t(rows.size()) == s.M;
     const double tol = 1e-4 * std::max(1.0, std::sqrt(double(s.K) / 4096.0));  // fp32 sums: error grows ~sqrt(K)
     const std::string what = all_rows ? "every element" : "every element of " + std::to_string(rows.size()) +
                                                               " rows (0, M-1 and random ones)";
@@ -170,9 +155,7 @@ static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, 
         }
         // 5. Verify against the shared reference.
         if (inject_fault) verify::inject_fault(h_C.data(), h_C.size(), seed);
-        verify::Comparer cmp(tol, scale);
-        cmp.add(h_C.data(), ref.data(), h_C.size());
-        report.check(cmp.result(std::string(kName[v]) + ", " + s.text() + ", " + what));
+        report.check(ref.check(h_C.data(), tol, std::string(kName[v]) + ", " + s.text() + ", " + what));
         // Timing: relaunch the same product (it rewrites the same C) and take the median.
         if (repeat > 0) ms[v] = lesson::time_median_ms(repeat, [&] { multiply(kind, handle, d_A, d_B, d_C, s); });
     }

@@ -12,8 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +25,7 @@
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
+#include "verify/gemm.h"
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
@@ -63,31 +62,6 @@ static double miss_probability(int64_t rows, int64_t sampled, int64_t band) {
     for (int64_t i = 0; i < sampled && p > 0; ++i)
         p *= double(std::max<int64_t>(rows - band - i, 0)) / double(rows - i);
     return p;
-}
-
-// `count` distinct row indices of [0, rows), chosen from the seed, ascending.
-static std::vector<int64_t> sample_rows(int64_t rows, int64_t count, uint64_t seed) {
-    std::vector<int64_t> all(rows);
-    std::iota(all.begin(), all.end(), int64_t(0));
-    std::mt19937_64 rng(seed);
-    for (int64_t i = 0; i < count; ++i) std::swap(all[i], all[i + int64_t(rng() % uint64_t(rows - i))]);
-    all.resize(count);
-    std::sort(all.begin(), all.end());
-    return all;
-}
-
-// Rows `rows` of the double-precision product X (.. x K) * Y (K x N), packed one after another.
-static std::vector<double> reference_rows(const float* X, const float* Y, int64_t N, int64_t K,
-                                          const std::vector<int64_t>& rows) {
-    std::vector<double> ref(rows.size() * N);
-    for (size_t r = 0; r < rows.size(); ++r)  // one row of X is a 1 x K matrix
-        verify::matmul_reference(X + rows[r] * K, Y, ref.data() + r * N, 1, N, K);
-    return ref;
-}
-static std::vector<float> gather_rows(const float* C, int64_t N, const std::vector<int64_t>& rows) {
-    std::vector<float> out(rows.size() * N);
-    for (size_t r = 0; r < rows.size(); ++r) std::copy(C + rows[r] * N, C + (rows[r] + 1) * N, out.begin() + r * N);
-    return out;
 }
 
 // Random row-major A (M x K), B (K x N) on host and device, a NaN-poisoned C.
@@ -187,12 +161,11 @@ int main(int argc, char** argv) {
         report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4, "fix C^T = B^T A^T, " + p.shape() + ", every element"));
 
         // What the text's call returns, on a sample of rows (information, not a check).
-        std::vector<int64_t> rows = sample_rows(p.M, check_rows, opt.seed + 7);
-        std::vector<float> text_rows = gather_rows(h_text.data(), p.N, rows);
-        std::vector<double> ab = reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
-        std::vector<double> ba = reference_rows(p.h_B.data(), p.h_A.data(), p.N, p.K, rows);
-        const double vs_ab = verify::compare(text_rows.data(), ab.data(), ab.size(), 1e-4, "").rel_l2;
-        const double vs_ba = verify::compare(text_rows.data(), ba.data(), ba.size(), 1e-4, "").rel_l2;
+        const std::vector<int64_t> rows = verify::sample_rows(p.M, check_rows, opt.seed + 7);
+        const verify::GemmRows ab = verify::gemm_reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
+        const verify::GemmRows ba = verify::gemm_reference_rows(p.h_B.data(), p.h_A.data(), p.N, p.K, rows);
+        const double vs_ab = ab.check_in(h_text.data(), 1e-4, "").rel_l2;
+        const double vs_ba = ba.check_in(h_text.data(), 1e-4, "").rel_l2;
         report.metric("text's call " + p.shape() + ": rel-L2 vs A*B", vs_ab, "");
         report.metric("text's call " + p.shape() + ": rel-L2 vs B*A", vs_ba, "");
         char buf[200];
@@ -235,8 +208,8 @@ int main(int argc, char** argv) {
     // 3. fp32 against TF32 at --bench^3, each checked on a random sample of rows.
     {
         Problem p(int(bench), int(bench), int(bench), opt.seed + 4);
-        std::vector<int64_t> rows = sample_rows(p.M, check_rows, opt.seed + 9);
-        std::vector<double> ref = reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
+        const verify::GemmRows ref = verify::gemm_reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K,
+                                                                 verify::sample_rows(p.M, check_rows, opt.seed + 9));
         // Each mode against the peak of the unit it runs on, from the SM clock (a bound).
         const double fp32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt) / 1e3;
         const double tf32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3;
@@ -267,10 +240,9 @@ int main(int argc, char** argv) {
             report.variant_bound(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", mode.peak,
                                  mode.peak_name, small);
 
-            std::vector<float> got = gather_rows(p.h_C.data(), p.N, rows);
-            lesson::Check c = verify::compare(got.data(), ref.data(), ref.size(), mode.tol,
-                                              std::string(mode.name) + ", " + p.shape() + ", " +
-                                                  std::to_string(check_rows) + " random rows");
+            lesson::Check c = ref.check_in(p.h_C.data(), mode.tol,
+                                           std::string(mode.name) + ", " + p.shape() + ", " +
+                                               std::to_string(check_rows) + " random rows");
             report.check(c);
             if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) tf32_rate = rate, tf32_err = c.rel_l2;
             if (mode.math == CUBLAS_DEFAULT_MATH) fp32_err = c.rel_l2;

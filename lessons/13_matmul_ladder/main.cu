@@ -24,10 +24,12 @@
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
+#include "common/gemm.h"
 #include "common/memory.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
+#include "verify/gemm.h"
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
@@ -43,12 +45,10 @@
 #include "kernels/9_register_double_buffer.cuh"
 
 // cuBLAS is column-major. A row-major M x K matrix read column-major is its transpose, so
-// ask for C^T (N x M) = B^T (N x K) * A^T (K x M): pass B first, swap M and N. No copies,
-// no transposes. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32 tensor cores.
-static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, g.N, g.A, g.K, &beta, g.C, g.N));
-}
+// lesson::sgemm_row_major asks for C^T (N x M) = B^T (N x K) * A^T (K x M): B first, M and N
+// swapped (common/gemm.h; lesson 08 writes the call out). No copies, no transposes. main()
+// sets CUBLAS_DEFAULT_MATH: true fp32, no TF32 tensor cores.
+static void launch_cublas(cublasHandle_t handle, const Gemm& g) { lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C); }
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
 struct Rung {
@@ -239,18 +239,11 @@ int main(int argc, char** argv) {
     const Gemm gref{timed.M, timed.N, timed.K, d_A, d_B, d_ref};
     run_once([&] { launch_cublas(handle, gref); }, gref, h_ref.data());
     {
-        std::vector<int> rows;
-        const int samples = double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
-        for (int i = 0; i < samples; ++i) rows.push_back(samples == 1 ? 0 : int(int64_t(i) * (timed.M - 1) / (samples - 1)));
-        std::vector<double> ref(size_t(samples) * timed.N);
-        std::vector<float> got(size_t(samples) * timed.N);
-        for (int i = 0; i < samples; ++i) {
-            verify::matmul_reference(h_A.data() + size_t(rows[i]) * timed.K, h_B.data(), ref.data() + size_t(i) * timed.N,
-                                     1, timed.N, timed.K);  // row rows[i] of C, as a 1-row product
-            std::copy_n(h_ref.begin() + size_t(rows[i]) * timed.N, timed.N, got.begin() + size_t(i) * timed.N);
-        }
-        report.check(verify::compare(got.data(), ref.data(), got.size(), kTol,
-                                     "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
+        const int64_t samples = double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
+        const verify::GemmRows ref = verify::gemm_reference_rows(h_A.data(), h_B.data(), timed.N, timed.K,
+                                                                 verify::sample_rows(timed.M, samples, seed + 102, true));
+        report.check(ref.check_in(h_ref.data(), kTol,
+                                  "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
     }
     const double cublas_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
     const double cublas_gflops = gflops(cublas_ms);

@@ -1,0 +1,22 @@
+// common/gemm.h - a row-major SGEMM through column-major cuBLAS (the operand swap, written once).
+//
+// cuBLAS is column-major; a row-major R x S array read column-major is the S x R matrix, its
+// transpose. So row-major C (M x N) = A (M x K) * B (K x N) is asked for as the column-major
+// C^T (N x M) = B^T (N x K) * A^T (K x M): B first, M and N swapped, each leading dimension the
+// row length of its row-major array (B: N, A: K, C: N). Nothing is copied or transposed.
+// Lesson 08 teaches this call and writes it out itself; lessons that use cuBLAS as a yardstick
+// call this helper. The math mode (fp32 or TF32) is state of the handle: set it before.
+#pragma once
+#include <cublas_v2.h>
+
+#include "common/check.h"
+
+namespace lesson {
+
+// C = alpha * A * B + beta * C, all row-major: A is m x k, B is k x n, C is m x n (device pointers).
+inline void sgemm_row_major(cublasHandle_t handle, int m, int n, int k, const float* A, const float* B, float* C,
+                            float alpha = 1.0f, float beta = 0.0f) {
+    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n));
+}
+
+}  // namespace lesson
