@@ -24,7 +24,7 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
-constexpr int TILE = 16;  // 16x16 threads per block
+constexpr int kTile = 16;  // 16x16 threads per block
 
 // x runs along columns (contiguous in row-major memory): coalesced.
 // EXERCISE 4 BEGIN: loop over rows with a stride of gridDim.y * blockDim.y, so that a grid capped
@@ -71,22 +71,47 @@ __global__ void addMatricesVec4(const float* A, const float* B, float* C, int ro
     }
 }
 
-enum class Mapping { XIsColumn, XIsRow, Vec4 };
+// The three thread mappings, one launcher each: the same 2D grid of 16x16 blocks, shaped by
+// grid_of() for the mapping.
+using Launcher = void (*)(dim3 blocks, dim3 threads, const float* A, const float* B, float* C, int rows, int cols);
+static void launch_add_matrices(dim3 blocks, dim3 threads, const float* A, const float* B, float* C, int rows,
+                                int cols) {
+    addMatrices<<<blocks, threads>>>(A, B, C, rows, cols);
+}
+static void launch_add_matrices_row_mapped(dim3 blocks, dim3 threads, const float* A, const float* B, float* C,
+                                           int rows, int cols) {
+    addMatricesRowMapped<<<blocks, threads>>>(A, B, C, rows, cols);
+}
+static void launch_add_matrices_vec4(dim3 blocks, dim3 threads, const float* A, const float* B, float* C, int rows,
+                                     int cols) {
+    addMatricesVec4<<<blocks, threads>>>(A, B, C, rows, cols);
+}
 
-constexpr int64_t kMaxSide = int64_t(lesson::kMaxGridYZ) * TILE;  // 65535 blocks of 16: 1,048,560
+// One row per mapping: its name in the report, how its grid covers the matrix, its launcher.
+struct Mapping {
+    const char* name;
+    bool x_is_row;      // x covers the rows (the text's mapping), else the columns
+    int cols_per_thread;  // columns a thread adds (4 for float4 loads)
+    Launcher launch;
+};
+constexpr Mapping kMappings[] = {
+    {"addMatrices", false, 1, launch_add_matrices},
+    {"addMatricesRowMapped", true, 1, launch_add_matrices_row_mapped},
+    {"addMatricesVec4", false, 4, launch_add_matrices_vec4},
+};
+constexpr const Mapping& kXIsColumn = kMappings[0];
+constexpr const Mapping& kXIsRow = kMappings[1];
+constexpr const Mapping& kVec4 = kMappings[2];
+
+constexpr int64_t kMaxSide = int64_t(lesson::kMaxGridYZ) * kTile;  // 65535 blocks of 16: 1,048,560
 
 // The grid of 16x16 blocks for one mapping. x -> column: x covers the columns
 // (a quarter of them for Vec4, 4 per thread), y the rows, so gridDim.y limits
 // the rows to 1,048,560. x -> row: x covers the rows, y the columns.
 // lesson::grid_for says ok = false instead of wrapping a dimension past its limit.
-static lesson::Grid grid_of(Mapping mapping, int64_t rows, int64_t cols) {
-    if (mapping == Mapping::XIsRow) return lesson::grid_for(uint64_t(rows), uint64_t(cols), 1, TILE, TILE);
-    return lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, mapping == Mapping::Vec4 ? 4 * TILE : TILE, TILE);
-}
-
-static const char* name_of(Mapping mapping) {
-    return mapping == Mapping::XIsColumn ? "addMatrices" : mapping == Mapping::XIsRow ? "addMatricesRowMapped"
-                                                                                      : "addMatricesVec4";
+static lesson::Grid grid_of(const Mapping& mapping, int64_t rows, int64_t cols) {
+    if (mapping.x_is_row) return lesson::grid_for(uint64_t(rows), uint64_t(cols), 1, kTile, kTile);
+    return lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, uint32_t(mapping.cols_per_thread * kTile), kTile);
 }
 
 struct Result {
@@ -132,7 +157,7 @@ static void free_problem(Problem& p) {
 }
 
 // Launch one mapping over a 2D grid, copy C out, verify it; then time it (repeat > 0).
-static Result add_matrix(const Problem& p, Mapping mapping, int repeat, bool inject, uint64_t seed) {
+static Result add_matrix(const Problem& p, const Mapping& mapping, int repeat, bool inject, uint64_t seed) {
     const int rows = p.rows, cols = p.cols;
     const size_t count = size_t(rows) * cols, bytes = count * sizeof(float);
     const float *d_A = p.d_A, *d_B = p.d_B;
@@ -141,13 +166,11 @@ static Result add_matrix(const Problem& p, Mapping mapping, int repeat, bool inj
 
     // ceil(cols / 16) x ceil(rows / 16) blocks (x and y swapped for x -> row, a quarter of
     // the x blocks for Vec4). main() checked every grid's `ok` before any CUDA call.
-    const dim3 threads(TILE, TILE);
+    const dim3 threads(kTile, kTile);
     const lesson::Grid g = grid_of(mapping, rows, cols);
     const dim3 blocks(g.x, g.y);
     auto launch = [&] {
-        if (mapping == Mapping::XIsColumn) addMatrices<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
-        else if (mapping == Mapping::XIsRow) addMatricesRowMapped<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
-        else addMatricesVec4<<<blocks, threads>>>(d_A, d_B, d_C, rows, cols);
+        mapping.launch(blocks, threads, d_A, d_B, d_C, rows, cols);
         CUDA_CHECK_LAUNCH();
     };
     launch();
@@ -157,13 +180,13 @@ static Result add_matrix(const Problem& p, Mapping mapping, int repeat, bool inj
     Result r;
     if (repeat > 0) r.ms = lesson::time_median_ms(repeat, launch);
     if (inject) verify::inject_fault(h_C.data(), count, seed);
-    std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " " + name_of(mapping) + ", every element";
+    std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " " + mapping.name + ", every element";
     r.check = verify::compare(h_C.data(), p.ref.data(), count, 1e-5, what);
     return r;
 }
 
 // The small shapes: one problem, one mapping, verified and freed.
-static lesson::Check add_small(int rows, int cols, Mapping mapping, uint64_t seed) {
+static lesson::Check add_small(int rows, int cols, const Mapping& mapping, uint64_t seed) {
     Problem p = make_problem(rows, cols, seed);
     Result r = add_matrix(p, mapping, 0, false, seed);
     free_problem(p);
@@ -188,9 +211,9 @@ int main(int argc, char** argv) {
         if (!cli.given("cols")) cols = n;
     }
     const std::string shape = "--rows=" + std::to_string(rows) + " --cols=" + std::to_string(cols);
-    for (Mapping m : {Mapping::XIsColumn, Mapping::XIsRow, Mapping::Vec4})
+    for (const Mapping& m : kMappings)
         if (!grid_of(m, rows, cols).ok)
-            lesson::bad_input(shape + " needs more than 65535 blocks in y for " + name_of(m) +
+            lesson::bad_input(shape + " needs more than 65535 blocks in y for " + m.name +
                               "; allowed: rows and cols up to 1048560");
 
     const size_t big = size_t(rows) * size_t(cols);
@@ -210,17 +233,17 @@ int main(int argc, char** argv) {
     // 1. The text's 256x256 (a 16x16 grid), then sizes that are not multiples of 16.
     for (int side : {256, 1000, 8191}) {
         if (opt.quick && side == 8191) continue;
-        report.check(add_small(side, side, Mapping::XIsColumn, opt.seed));
+        report.check(add_small(side, side, kXIsColumn, opt.seed));
     }
-    report.check(add_small(1001, 1001, Mapping::Vec4, opt.seed));  // the scalar path
+    report.check(add_small(1001, 1001, kVec4, opt.seed));  // the scalar path
 
     // 2. The bandwidth run: all three kernels, each verified. --inject-fault corrupts the first.
     // One problem (inputs, reference) serves all three; C is poisoned before each.
     Problem p = make_problem(static_cast<int>(rows), static_cast<int>(cols), opt.seed);
     const int repeat = static_cast<int>(opt.repeat);
-    Result col = add_matrix(p, Mapping::XIsColumn, repeat, opt.inject_fault, opt.seed);
-    Result row = add_matrix(p, Mapping::XIsRow, repeat, false, opt.seed);
-    Result vec = add_matrix(p, Mapping::Vec4, repeat, false, opt.seed);
+    Result col = add_matrix(p, kXIsColumn, repeat, opt.inject_fault, opt.seed);
+    Result row = add_matrix(p, kXIsRow, repeat, false, opt.seed);
+    Result vec = add_matrix(p, kVec4, repeat, false, opt.seed);
     free_problem(p);
     report.check(col.check);
     report.check(row.check);

@@ -11,7 +11,7 @@
 // Run: ./batched_3d_grid [--n=256 --batch=1000]. See README.md.
 #include <algorithm>
 #include <cstdio>
-#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -68,12 +68,6 @@ __global__ void addMatricesBatchedVec4(const float4* __restrict__ A, const float
     }
 }
 
-// One way of covering the batch: a name and the launch(es) it issues on (A, B, C).
-struct LaunchPlan {
-    std::string name;
-    std::function<void(const float*, const float*, float*)> launch;
-};
-
 // The launch shape: grid_for() ceil-divides the columns and rows by 16 for x
 // and y; z is the number of matrix layers asked for, capped at the hardware's
 // 65535 (the kernel's z loop covers the rest). grid_for() reports a dimension
@@ -89,6 +83,60 @@ static dim3 grid_of(int cols, int rows, uint64_t z) {
     return dim3(g.x, g.y, g.z);
 }
 
+// One batch on the device: `count` n x n matrices, one after another in each array.
+struct Batch {
+    const float* A;
+    const float* B;
+    float* C;
+    int n;
+    size_t count;
+};
+
+// The ways of covering a batch, one launcher each (16 x 16 threads per block).
+// The text's launch: one layer of blocks per matrix (gridDim.z = batch while it fits).
+static void launch_z_is_batch(const Batch& b) {
+    addMatricesBatched<<<grid_of(b.n, b.n, b.count), dim3(kTile, kTile)>>>(b.A, b.B, b.C, b.n, b.count);
+    CUDA_CHECK_LAUNCH();
+}
+// A quarter of the layers: each thread's z loop adds 4 matrices.
+static void launch_z_is_quarter(const Batch& b) {
+    addMatricesBatched<<<grid_of(b.n, b.n, lesson::ceil_div(b.count, 4)), dim3(kTile, kTile)>>>(b.A, b.B, b.C, b.n,
+                                                                                              b.count);
+    CUDA_CHECK_LAUNCH();
+}
+// Without batching: a 2D launch per matrix, `count` launches of batch 1.
+static void launch_per_matrix(const Batch& b) {
+    const dim3 grid2d = grid_of(b.n, b.n, 1);
+    const size_t per = static_cast<size_t>(b.n) * b.n;
+    for (size_t m = 0; m < b.count; ++m) {
+        addMatricesBatched<<<grid2d, dim3(kTile, kTile)>>>(b.A + m * per, b.B + m * per, b.C + m * per, b.n, 1);
+        CUDA_CHECK_LAUNCH();
+    }
+}
+// 16-byte loads: x covers n/4 float4 columns (n % 4 == 0 only).
+static void launch_vec4(const Batch& b) {
+    addMatricesBatchedVec4<<<grid_of(b.n / 4, b.n, b.count), dim3(kTile, kTile)>>>(
+        reinterpret_cast<const float4*>(b.A), reinterpret_cast<const float4*>(b.B), reinterpret_cast<float4*>(b.C),
+        b.n, b.count);
+    CUDA_CHECK_LAUNCH();
+}
+
+// One row per way of covering the batch: its name in the report and its launcher.
+struct Plan {
+    const char* name;
+    void (*launch)(const Batch&);
+};
+// Part 1: the original text's batch.
+constexpr Plan kPlans[] = {
+    {"one launch, grid z = batch", launch_z_is_batch},
+    {"one launch, grid z = batch/4 (z loop)", launch_z_is_quarter},
+    {"one 2D launch per matrix", launch_per_matrix},  // skipped for huge batches (minutes)
+    {"one launch, float4 columns", launch_vec4},      // skipped unless n % 4 == 0
+};
+constexpr int kPerMatrixPlan = 2, kVec4Plan = 3;  // their rows in kPlans
+// Part 2: more matrices than gridDim.z allows; the z loop takes the rest.
+constexpr Plan kLimitPlans[] = {{"one launch, grid z = 65535 (z loop)", launch_z_is_batch}};
+
 struct BatchTimes {
     std::vector<double> ms;  // median per plan
     double cpu_reference_ms = 0;
@@ -97,7 +145,8 @@ struct BatchTimes {
 // Adds `batch` random n x n matrices with each plan, verifies every element of
 // each plan's output and times it.
 static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::CommonOptions& opt,
-                            const cudaDeviceProp& prop, double dram_gbps, const std::string& label, const std::vector<LaunchPlan>& plans, lesson::Report& report) {
+                            const cudaDeviceProp& prop, double dram_gbps, const std::string& label, const std::vector<Plan>& plans,
+                            lesson::Report& report) {
     const size_t count = static_cast<size_t>(n) * n * batch, bytes = count * sizeof(float);
     BatchTimes t;
 
@@ -118,8 +167,9 @@ static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::Co
     CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), bytes, cudaMemcpyHostToDevice));
 
+    const Batch b{d_A, d_B, d_C, n, batch};
     for (size_t p = 0; p < plans.size(); ++p) {
-        auto launch = [&] { plans[p].launch(d_A, d_B, d_C); };
+        auto launch = [&] { plans[p].launch(b); };
         // Poison C (0xFF bytes are NaN), run once, copy back, check every element.
         CUDA_CHECK(cudaMemset(d_C, 0xFF, bytes));
         launch();
@@ -189,7 +239,6 @@ int main(int argc, char** argv) {
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
 
-    const dim3 block(kTile, kTile);
     const int N = static_cast<int>(n);
     const size_t nb = static_cast<size_t>(batch), per = static_cast<size_t>(N) * N;
 
@@ -203,51 +252,27 @@ int main(int argc, char** argv) {
     report.timing(lesson::kTimingMethod);
 
     // Part 1: the original text's batch, covered several ways.
-    std::vector<LaunchPlan> plans = {
-        // The text's launch: one layer of blocks per matrix (gridDim.z = batch while it fits).
-        {"one launch, grid z = batch", [=](const float* a, const float* b, float* c) {
-             addMatricesBatched<<<grid_of(N, N, nb), block>>>(a, b, c, N, nb);
-             CUDA_CHECK_LAUNCH();
-         }},
-        // A quarter of the layers: each thread's z loop adds 4 matrices.
-        {"one launch, grid z = batch/4 (z loop)", [=](const float* a, const float* b, float* c) {
-             addMatricesBatched<<<grid_of(N, N, lesson::ceil_div(nb, 4)), block>>>(a, b, c, N, nb);
-             CUDA_CHECK_LAUNCH();
-         }},
-    };
-    // Without batching: a 2D launch per matrix, `batch` launches of batch 1
-    // (skipped for huge batches, where it would take minutes).
-    if (nb <= 100000)
-        plans.push_back({"one 2D launch per matrix", [=](const float* a, const float* b, float* c) {
-            const dim3 grid2d = grid_of(N, N, 1);
-            for (size_t m = 0; m < nb; ++m) {
-                addMatricesBatched<<<grid2d, block>>>(a + m * per, b + m * per, c + m * per, N, 1);
-                CUDA_CHECK_LAUNCH();
-            }
-        }});
     const bool vec4 = N % 4 == 0;
-    const size_t vec4_plan = plans.size();
-    if (vec4)  // 16-byte loads: x covers n/4 float4 columns
-        plans.push_back({"one launch, float4 columns", [=](const float* a, const float* b, float* c) {
-            addMatricesBatchedVec4<<<grid_of(N / 4, N, nb), block>>>(reinterpret_cast<const float4*>(a),
-                                                                    reinterpret_cast<const float4*>(b),
-                                                                    reinterpret_cast<float4*>(c), N, nb);
-            CUDA_CHECK_LAUNCH();
-        }});
-    else
-        report.note("float4 variant skipped: --n=" + std::to_string(n) + " is not a multiple of 4");
-    const BatchTimes main_run = run_batch(N, nb, opt.seed, opt, prop, dram.gbps, "batch " + std::to_string(batch), plans, report);
+    std::vector<Plan> plans;
+    size_t vec4_plan = 0;
+    for (int i = 0; i < int(std::size(kPlans)); ++i) {
+        if (i == kPerMatrixPlan && nb > 100000) continue;  // `batch` launches would take minutes
+        if (i == kVec4Plan && !vec4) {
+            report.note("float4 variant skipped: --n=" + std::to_string(n) + " is not a multiple of 4");
+            continue;
+        }
+        if (i == kVec4Plan) vec4_plan = plans.size();
+        plans.push_back(kPlans[i]);
+    }
+    const BatchTimes main_run =
+        run_batch(N, nb, opt.seed, opt, prop, dram.gbps, "batch " + std::to_string(batch), plans, report);
     report.cpu_reference_ms(main_run.cpu_reference_ms, verify::host_threads());
 
     // Part 2: more matrices than gridDim.z allows; the z loop takes the rest.
     const int LN = static_cast<int>(limit_n);
     const size_t lb = static_cast<size_t>(limit_batch);
-    run_batch(LN, lb, opt.seed + 2, opt, prop, dram.gbps, "batch " + std::to_string(limit_batch), {
-        {"one launch, grid z = 65535 (z loop)", [=](const float* a, const float* b, float* c) {
-             addMatricesBatched<<<grid_of(LN, LN, lb), block>>>(a, b, c, LN, lb);
-             CUDA_CHECK_LAUNCH();
-         }},
-    }, report);
+    run_batch(LN, lb, opt.seed + 2, opt, prop, dram.gbps, "batch " + std::to_string(limit_batch),
+              std::vector<Plan>(std::begin(kLimitPlans), std::end(kLimitPlans)), report);
 
     // Key result: the fastest one-launch kernel (float4 when n allows it, else the text's).
     const double best_ms = vec4 ? main_run.ms[vec4_plan] : main_run.ms[0];

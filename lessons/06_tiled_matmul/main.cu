@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -72,32 +73,52 @@ __global__ void matMulTiled(const float* A, const float* B, float* C, int M, int
     if (row < M && col < N) C[static_cast<size_t>(row) * N + col] = sum;
 }
 
-enum Kind { kNaive, kTiled16, kTiled32, kCublas, kKinds };
-static const char* const kName[kKinds] = {"naive (1 thread per C element)", "tiled 16x16 shared memory",
-                                          "tiled 32x32 shared memory", "cuBLAS SGEMM fp32 (no TF32)"};
+// One product on the device: C = A x B, row-major, A is M x K and B is K x N.
+struct Gemm {
+    const float* A;
+    const float* B;
+    float* C;
+    int M, N, K;
+};
+
+// The launchers, one per variant, on the default stream. The kernels ignore the handle. The
+// naive kernel uses 16x16 blocks too; grids ceil-divide, so edge blocks hang over C.
+static void launch_naive(cublasHandle_t, const Gemm& g) {
+    const dim3 block(16, 16);
+    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(g.N, 16)), static_cast<unsigned>(lesson::ceil_div(g.M, 16)));
+    matMulNaive<<<grid, block>>>(g.A, g.B, g.C, g.M, g.N, g.K);
+    CUDA_CHECK_LAUNCH();
+}
+template <int TILE>
+static void launch_tiled(cublasHandle_t, const Gemm& g) {
+    const dim3 block(TILE, TILE);
+    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(g.N, TILE)), static_cast<unsigned>(lesson::ceil_div(g.M, TILE)));
+    matMulTiled<TILE><<<grid, block>>>(g.A, g.B, g.C, g.M, g.N, g.K);
+    CUDA_CHECK_LAUNCH();
+}
+// cuBLAS is column-major: the helper asks for C^T = B^T A^T (B first; common/gemm.h, lesson 08).
+static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
+    lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
+}
+
+// The variants, one row each: the name in the report and the launcher.
+struct Variant {
+    const char* name;
+    void (*launch)(cublasHandle_t handle, const Gemm& g);
+};
+constexpr Variant kVariants[] = {
+    {"naive (1 thread per C element)", launch_naive},
+    {"tiled 16x16 shared memory", launch_tiled<16>},
+    {"tiled 32x32 shared memory", launch_tiled<32>},
+    {"cuBLAS SGEMM fp32 (no TF32)", launch_cublas},
+};
+constexpr int kVariantCount = int(std::size(kVariants));
+constexpr int kNaive = 0, kTiled16 = 1, kTiled32 = 2, kCublas = 3;  // their rows in kVariants
 
 struct Shape {
     int64_t M, N, K;
     std::string text() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 };
-
-// Issues one product C = A x B with the chosen variant on the default stream.
-static void multiply(Kind kind, cublasHandle_t handle, const float* d_A, const float* d_B, float* d_C, const Shape& s) {
-    const int M = static_cast<int>(s.M), N = static_cast<int>(s.N), K = static_cast<int>(s.K);
-    const int tile = kind == kTiled32 ? 32 : 16;  // the naive kernel uses 16x16 blocks too
-    const dim3 block(tile, tile);
-    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(N, tile)), static_cast<unsigned>(lesson::ceil_div(M, tile)));
-    switch (kind) {
-        case kNaive: matMulNaive<<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
-        case kTiled16: matMulTiled<16><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
-        case kTiled32: matMulTiled<32><<<grid, block>>>(d_A, d_B, d_C, M, N, K); CUDA_CHECK_LAUNCH(); break;
-        case kCublas:
-            // cuBLAS is column-major: the helper asks for C^T = B^T A^T (B first; common/gemm.h, lesson 08).
-            lesson::sgemm_row_major(handle, M, N, K, d_A, d_B, d_C);
-            break;
-        default: break;
-    }
-}
 
 // Rows of C to verify: all of them while the double-precision reference costs at most
 // ~2^31 multiply-adds; otherwise rows 0 and M-1 (the edges) plus random rows, ~2^30 MACs.
@@ -137,13 +158,14 @@ static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, 
     CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), b_n * sizeof(float), cudaMemcpyHostToDevice));
 
     std::vector<float> h_C(rows.size() * s.N);
-    std::vector<double> ms(kKinds, NAN);
-    for (int v = 0; v < kKinds; ++v) {
-        const Kind kind = static_cast<Kind>(v);
+    const Gemm g{d_A, d_B, d_C, static_cast<int>(s.M), static_cast<int>(s.N), static_cast<int>(s.K)};
+    std::vector<double> ms(kVariantCount, NAN);
+    for (int v = 0; v < kVariantCount; ++v) {
+        const Variant& variant = kVariants[v];
         // Poison C (0xFF bytes are NaN): an element that no thread writes fails the check.
         CUDA_CHECK(cudaMemset(d_C, 0xFF, c_n * sizeof(float)));
         // 3. Launch.
-        multiply(kind, handle, d_A, d_B, d_C, s);
+        variant.launch(handle, g);
         CUDA_CHECK(cudaDeviceSynchronize());
         // 4. Copy out what is checked: all of C, or the sampled rows one by one.
         if (all_rows) {
@@ -155,9 +177,9 @@ static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, 
         }
         // 5. Verify against the shared reference.
         if (inject_fault) verify::inject_fault(h_C.data(), h_C.size(), seed);
-        report.check(ref.check(h_C.data(), tol, std::string(kName[v]) + ", " + s.text() + ", " + what));
+        report.check(ref.check(h_C.data(), tol, std::string(variant.name) + ", " + s.text() + ", " + what));
         // Timing: relaunch the same product (it rewrites the same C) and take the median.
-        if (repeat > 0) ms[v] = lesson::time_median_ms(repeat, [&] { multiply(kind, handle, d_A, d_B, d_C, s); });
+        if (repeat > 0) ms[v] = lesson::time_median_ms(repeat, [&] { variant.launch(handle, g); });
     }
 
     // 6. Free device memory.
@@ -229,9 +251,9 @@ int main(int argc, char** argv) {
     report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
     report.yardstick("cuBLAS SGEMM fp32 (no TF32), same shape", cublas, "GFLOP/s");
     report.timing(lesson::kTimingMethod);
-    for (int v = 0; v < kKinds; ++v)
-        report.variant_yardstick(kName[v], ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS", small);
-    report.variant_bound(std::string(kName[kCublas]) + " against the FP32 peak", ms[kCublas], cublas, "GFLOP/s", peak,
+    for (int v = 0; v < kVariantCount; ++v)
+        report.variant_yardstick(kVariants[v].name, ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS", small);
+    report.variant_bound(std::string(kVariants[kCublas].name) + " against the FP32 peak", ms[kCublas], cublas, "GFLOP/s", peak,
                          "FP32 peak");
     report.metric("speedup tiled 16x16 over naive", ms[kNaive] / ms[kTiled16], "x");
     report.metric("speedup tiled 32x32 over naive", ms[kNaive] / ms[kTiled32], "x");

@@ -19,7 +19,7 @@
 // Run: ./transpose [--rows=16384 --cols=16384]. See README.md.
 #include <cstdio>
 #include <cstring>
-#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -223,14 +223,53 @@ static lesson::Check checkExact(const float* gpu, const float* ref, size_t n, co
     return cmp.result(what);
 }
 
-// One rung of the ladder: its name, whether its output is the transpose (or
-// a copy of the input), and how to launch it.
+// The launchers, one per rung. Grids cover the input: x along its columns, y along its rows
+// (main() checked that both tilings fit the grid limits before any CUDA call).
+static dim3 tile_grid(int rows, int cols) {
+    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, TILE, TILE);
+    return dim3(g.x, g.y);
+}
+static dim3 wide_grid(int rows, int cols) {
+    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, WIDE, WIDE);
+    return dim3(g.x, g.y);
+}
+static void launch_copy_wide(const float* in, float* out, int rows, int cols) {
+    copyWide<<<wide_grid(rows, cols), dim3(WIDE_THREADS, WIDE_THREADS)>>>(in, out, rows, cols);
+}
+static void launch_copy_tile(const float* in, float* out, int rows, int cols) {
+    copyTile<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+}
+static void launch_naive(const float* in, float* out, int rows, int cols) {
+    transposeNaive<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+}
+template <int PAD>
+static void launch_tiled(const float* in, float* out, int rows, int cols) {
+    transposeTiled<PAD><<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+}
+static void launch_diagonal(const float* in, float* out, int rows, int cols) {
+    transposeDiagonal<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+}
+static void launch_wide(const float* in, float* out, int rows, int cols) {
+    transposeWide<<<wide_grid(rows, cols), dim3(WIDE_THREADS, WIDE_THREADS)>>>(in, out, rows, cols);
+}
+
+// The ladder, one row per rung: its name, whether its output is the transpose
+// (or a copy of the input), and its launcher.
 struct Rung {
-    std::string name;
+    const char* name;
     bool transposes;
-    std::function<void()> launch;
-    double ms = 0, gbps = 0;
+    void (*launch)(const float* in, float* out, int rows, int cols);
 };
+constexpr Rung kRungs[] = {
+    {"copy: float4, 64x64 tiles (yardstick)", false, launch_copy_wide},
+    {"copy: scalar, 32x32 tiles", false, launch_copy_tile},
+    {"1 naive (strided writes)", true, launch_naive},
+    {"2 tiled 32x32 (bank conflicts)", true, launch_tiled<0>},
+    {"3 tiled 32x33 (padded)", true, launch_tiled<1>},
+    {"4 padded, diagonal block order", true, launch_diagonal},
+    {"5 wide: 64x65 tile, float4, 16/thread", true, launch_wide},
+};
+constexpr size_t kRungCount = std::size(kRungs);
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
@@ -276,44 +315,33 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&d_out, bytes));
     CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
 
-    // 3. The launches. Grids cover the input: x along its columns, y along its rows.
+    // 3. Launch each rung (kRungs), then verify and time it.
     const int R = static_cast<int>(rows), C = static_cast<int>(cols);
-    const dim3 block(TILE, BLOCK_ROWS), grid(g32.x, g32.y);
-    const dim3 wideBlock(WIDE_THREADS, WIDE_THREADS), wideGrid(g64.x, g64.y);
-    std::vector<Rung> rungs = {
-        {"copy: float4, 64x64 tiles (yardstick)", false, [&] { copyWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
-        {"copy: scalar, 32x32 tiles", false, [&] { copyTile<<<grid, block>>>(d_in, d_out, R, C); }},
-        {"1 naive (strided writes)", true, [&] { transposeNaive<<<grid, block>>>(d_in, d_out, R, C); }},
-        {"2 tiled 32x32 (bank conflicts)", true, [&] { transposeTiled<0><<<grid, block>>>(d_in, d_out, R, C); }},
-        {"3 tiled 32x33 (padded)", true, [&] { transposeTiled<1><<<grid, block>>>(d_in, d_out, R, C); }},
-        {"4 padded, diagonal block order", true, [&] { transposeDiagonal<<<grid, block>>>(d_in, d_out, R, C); }},
-        {"5 wide: 64x65 tile, float4, 16/thread", true, [&] { transposeWide<<<wideGrid, wideBlock>>>(d_in, d_out, R, C); }},
-    };
-
-    for (size_t k = 0; k < rungs.size(); ++k) {
-        Rung& rung = rungs[k];
+    std::vector<double> ms(kRungCount), gbps(kRungCount);
+    for (size_t k = 0; k < kRungCount; ++k) {
+        const Rung& rung = kRungs[k];
         // Poison the output (0xFF bytes are NaN): an element a rung never writes fails the check.
         CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
-        rung.launch();
+        rung.launch(d_in, d_out, R, C);
         CUDA_CHECK_LAUNCH();
         CUDA_CHECK(cudaDeviceSynchronize());
         // 4. Copy the result out; 5. verify every element, exactly.
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
-        if (opt.inject_fault && k + 1 == rungs.size()) verify::inject_fault(h_out.data(), N, opt.seed);
+        if (opt.inject_fault && k + 1 == kRungCount) verify::inject_fault(h_out.data(), N, opt.seed);
         report.check(checkExact(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N,
-                                rung.name + ": every element, exact, " +
+                                std::string(rung.name) + ": every element, exact, " +
                                     (rung.transposes ? "vs the CPU transpose" : "vs the input")));
         // Time it: relaunches write the same values again.
-        rung.ms = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
-            rung.launch();
+        ms[k] = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
+            rung.launch(d_in, d_out, R, C);
             CUDA_CHECK_LAUNCH();
         });
-        rung.gbps = 2.0 * bytes / (rung.ms * 1e6);  // each element read once and written once
+        gbps[k] = 2.0 * bytes / (ms[k] * 1e6);  // each element read once and written once
     }
 
     // The ladder: each rung against the copy kernel of the same matrix (a yardstick: same bytes,
     // no transpose) and against the naive transpose; the DRAM bound of a 1 : 1 mix beside them.
-    const double copy_gbps = rungs[0].gbps, naive_ms = rungs[2].ms;
+    const double copy_gbps = gbps[0], naive_ms = ms[2];
     const std::string in_l2 = lesson::l2_note(2.0 * bytes, prop);
     const lesson::StreamBound dram =
         in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 1) : lesson::stream_bound_not_measured(1, 1, in_l2);
@@ -324,29 +352,29 @@ int main(int argc, char** argv) {
     report.timing(lesson::kTimingMethod);
     std::printf("%-40s %10s %10s %9s %9s\n", "rung", "ms", "GB/s", "vs copy", "x naive");
     size_t best = 2;
-    for (size_t k = 0; k < rungs.size(); ++k) {
-        const Rung& r = rungs[k];
-        std::printf("%-40s %10.4f %10.1f %8.2fx %8.2fx\n", r.name.c_str(), r.ms, r.gbps, r.gbps / copy_gbps,
-                    naive_ms / r.ms);
-        report.variant_bound(r.name, r.ms, r.gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-        if (r.transposes) report.metric("speedup over naive: " + r.name, naive_ms / r.ms, "x");
-        if (r.transposes && r.gbps > rungs[best].gbps) best = k;
+    for (size_t k = 0; k < kRungCount; ++k) {
+        const Rung& r = kRungs[k];
+        std::printf("%-40s %10.4f %10.1f %8.2fx %8.2fx\n", r.name, ms[k], gbps[k], gbps[k] / copy_gbps,
+                    naive_ms / ms[k]);
+        report.variant_bound(r.name, ms[k], gbps[k], "GB/s", dram.gbps, "DRAM bound", in_l2);
+        if (r.transposes) report.metric(std::string("speedup over naive: ") + r.name, naive_ms / ms[k], "x");
+        if (r.transposes && gbps[k] > gbps[best]) best = k;
     }
-    report.variant_yardstick(rungs[best].name + " against the copy kernel", rungs[best].ms, rungs[best].gbps, "GB/s",
+    report.variant_yardstick(std::string(kRungs[best].name) + " against the copy kernel", ms[best], gbps[best], "GB/s",
                              copy_gbps, "copy kernel", in_l2);
-    report.metric("diagonal / row-major block order (time)", rungs[5].ms / rungs[4].ms, "x");
-    report.metric("best rung / device-to-device cudaMemcpy", rungs[best].gbps / d2d, "x");
+    report.metric("diagonal / row-major block order (time)", ms[5] / ms[4], "x");
+    report.metric("best rung / device-to-device cudaMemcpy", gbps[best] / d2d, "x");
     int blocksPadded = 0, blocksWide = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, TILE * BLOCK_ROWS, 0));
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, WIDE_THREADS * WIDE_THREADS, 0));
     report.metric("resident blocks per SM, padded 32x33", double(blocksPadded), "blocks");
     report.metric("resident blocks per SM, wide 64x65", double(blocksWide), "blocks");
     char key[128];
-    std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", rungs[best].name.c_str(), rungs[best].gbps,
+    std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", kRungs[best].name, gbps[best],
                   (long long)rows, (long long)cols);
-    report.key_result(key, rungs[best].gbps / copy_gbps, "copy kernel", lesson::Against::Yardstick, in_l2);
+    report.key_result(key, gbps[best] / copy_gbps, "copy kernel", lesson::Against::Yardstick, in_l2);
     report.default_size(cli.at_default_size());
-    report.target("best rung vs the copy kernel", rungs[best].gbps / copy_gbps, 0.90);
+    report.target("best rung vs the copy kernel", gbps[best] / copy_gbps, 0.90);
 
     // Free device memory.
     CUDA_CHECK(cudaFree(d_in));
