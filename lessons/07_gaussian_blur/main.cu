@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,12 +32,12 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
-constexpr int TILE_W = 128;        // a tile is TILE_W x TILE_H output pixels, one block of TILE_W x ROWS threads
-constexpr int ROWS = 4;           // thread rows per block
-constexpr int PER = 8;            // output pixels per thread, one column of PER consecutive rows
-constexpr int BLOCKS_PER_SM = 3;  // tiled blocks that must fit on one SM: caps registers per thread
-constexpr int TILE_H = ROWS * PER;
-constexpr int HALO_W = 32, HALO_H = 8;  // the one-tile kernel: a 32 x 8 block writes a 32 x 8 tile
+constexpr int kTileW = 128;        // a tile is kTileW x kTileH output pixels, one block of kTileW x kRows threads
+constexpr int kRows = 4;           // thread rows per block
+constexpr int kPer = 8;            // output pixels per thread, one column of kPer consecutive rows
+constexpr int kBlocksPerSm = 3;  // tiled blocks that must fit on one SM: caps registers per thread
+constexpr int kTileH = kRows * kPer;
+constexpr int kHaloW = 32, kHaloH = 8;  // the one-tile kernel: a 32 x 8 block writes a 32 x 8 tile
 
 // [1 2 1] along a row; the 3x3 kernel is [1 2 1]^T [1 2 1] / 16.
 __device__ __forceinline__ float taps121(float l, float c, float r) { return l + 2.0f * c + r; }
@@ -60,19 +59,19 @@ __global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ o
     out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
 }
 
-// One 2D block per HALO_W x HALO_H tile of outputs, one thread per output pixel. The block
-// copies the (HALO_H+2) x (HALO_W+2) input cells its tile needs - the tile and a one-pixel halo,
+// One 2D block per kHaloW x kHaloH tile of outputs, one thread per output pixel. The block
+// copies the (kHaloH+2) x (kHaloW+2) input cells its tile needs - the tile and a one-pixel halo,
 // corners included - into shared memory, its threads striding over the cells numbered row by row
 // (so no edge or corner can be forgotten), waits once, and blurs from shared memory. Every thread
 // loads and reaches the barrier, also in blocks that hang over the image edge; only the final
 // store is guarded.
 __global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
-    constexpr int SIDE = HALO_W + 2, CELLS = SIDE * (HALO_H + 2), THREADS = HALO_W * HALO_H;
-    __shared__ float tile[HALO_H + 2][SIDE];
-    const int x0 = blockIdx.x * HALO_W, y0 = blockIdx.y * HALO_H;  // the tile's top-left output pixel
+    constexpr int kSide = kHaloW + 2, kCells = kSide * (kHaloH + 2), kThreads = kHaloW * kHaloH;
+    __shared__ float tile[kHaloH + 2][kSide];
+    const int x0 = blockIdx.x * kHaloW, y0 = blockIdx.y * kHaloH;  // the tile's top-left output pixel
     // Cell (r, c) holds input pixel (x0 + c - 1, y0 + r - 1), clamped to the image.
-    for (int i = threadIdx.y * HALO_W + threadIdx.x; i < CELLS; i += THREADS) {
-        const int r = i / SIDE, c = i % SIDE;
+    for (int i = threadIdx.y * kHaloW + threadIdx.x; i < kCells; i += kThreads) {
+        const int r = i / kSide, c = i % kSide;
         tile[r][c] = in[static_cast<size_t>(clampToEdge(y0 + r - 1, height)) * width + clampToEdge(x0 + c - 1, width)];
     }
     __syncthreads();  // every cell is written before any thread reads its neighbours
@@ -86,39 +85,39 @@ __global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ ou
     }
 }
 
-// The image blockIdx.z (images stored back to back) is cut into TILE_W x TILE_H tiles, numbered
+// The image blockIdx.z (images stored back to back) is cut into kTileW x kTileH tiles, numbered
 // row by row; block b blurs tiles b, b + gridDim.x, ... (a grid-stride loop over tiles). Per tile:
-// 1. store the (TILE_W+2) x (TILE_H+2) input tile, halo and its four corners included, from
+// 1. store the (kTileW+2) x (kTileH+2) input tile, halo and its four corners included, from
 //    registers into shared memory; 2. __syncthreads(); 3. issue the loads of the block's next tile
 //    into registers; 4. blur this tile from shared memory while those loads are in flight.
 // Two shared buffers take turns, so one barrier per tile is enough.
-__global__ void __launch_bounds__(TILE_W * ROWS, BLOCKS_PER_SM)
+__global__ void __launch_bounds__(kTileW * kRows, kBlocksPerSm)
 blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
-    __shared__ float tile[2][TILE_H + 2][TILE_W + 2];
+    __shared__ float tile[2][kTileH + 2][kTileW + 2];
     const size_t image = static_cast<size_t>(blockIdx.z) * width * height;
     in += image;
     out += image;
-    const int tilesAcross = (width + TILE_W - 1) / TILE_W;
-    const int tiles = tilesAcross * ((height + TILE_H - 1) / TILE_H);
+    const int tilesAcross = (width + kTileW - 1) / kTileW;
+    const int tiles = tilesAcross * ((height + kTileH - 1) / kTileH);
     // Number the shared cells row by row; the block's threads stride over all of them, so the
     // halo and its four corners are loaded like any other cell. Cell i = (r, c) of tile k holds
     // input pixel (x0 + c - 1, y0 + r - 1), clamped to the image, (x0, y0) = tile k's top left.
-    constexpr int SIDE = TILE_W + 2, CELLS = SIDE * (TILE_H + 2), THREADS = TILE_W * ROWS;
-    constexpr int PASSES = (CELLS + THREADS - 1) / THREADS;  // cells per thread, rounded up
-    const int t = threadIdx.y * TILE_W + threadIdx.x;
-    float v[PASSES];  // this thread's cells of the tile in flight
-    // All PASSES loads are issued back to back, so they wait for memory together (README, "What
+    constexpr int kSide = kTileW + 2, kCells = kSide * (kTileH + 2), kThreads = kTileW * kRows;
+    constexpr int kPasses = (kCells + kThreads - 1) / kThreads;  // cells per thread, rounded up
+    const int t = threadIdx.y * kTileW + threadIdx.x;
+    float v[kPasses];  // this thread's cells of the tile in flight
+    // All kPasses loads are issued back to back, so they wait for memory together (README, "What
     // to observe"). In the last pass, a cell number past the tile's last cell still gives a valid
     // (clamped) address, so it loads without a branch; only its store is skipped.
     auto load = [&](int k) {
-        const int left = (k % tilesAcross) * TILE_W - 1, top = (k / tilesAcross) * TILE_H - 1;  // cell (0, 0)
-        int r = t / SIDE, c = t % SIDE;  // cell t + p * THREADS, stepped pass by pass
+        const int left = (k % tilesAcross) * kTileW - 1, top = (k / tilesAcross) * kTileH - 1;  // cell (0, 0)
+        int r = t / kSide, c = t % kSide;  // cell t + p * kThreads, stepped pass by pass
 #pragma unroll
-        for (int p = 0; p < PASSES; ++p) {
+        for (int p = 0; p < kPasses; ++p) {
             v[p] = in[static_cast<size_t>(clampToEdge(top + r, height)) * width + clampToEdge(left + c, width)];
-            r += THREADS / SIDE;
-            c += THREADS % SIDE;
-            if (c >= SIDE) c -= SIDE, ++r;
+            r += kThreads / kSide;
+            c += kThreads % kSide;
+            if (c >= kSide) c -= kSide, ++r;
         }
     };
     const int first = blockIdx.x, step = gridDim.x;
@@ -126,8 +125,8 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
     int b = 0;  // the shared buffer of this tile
     for (int k = first; k < tiles; k += step, b ^= 1) {  // the same trip count in every thread
 #pragma unroll
-        for (int p = 0; p < PASSES; ++p) {
-            if (t + p * THREADS < CELLS) (&tile[b][0][0])[t + p * THREADS] = v[p];
+        for (int p = 0; p < kPasses; ++p) {
+            if (t + p * kThreads < kCells) (&tile[b][0][0])[t + p * kThreads] = v[p];
         }
         // Threads of a partial tile load and store too (clamped): no thread may skip the barrier.
         __syncthreads();  // without it a thread may read a cell that its neighbour has not written yet
@@ -135,15 +134,15 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
         if (k + step < tiles) load(k + step);  // in flight while this tile is blurred
 
         // The kernel is separable: [1 2 1] across each shared row, then [1 2 1] down the column.
-        // A thread's PER output rows need PER + 2 shared rows, each summed across once (registers).
-        const int c = threadIdx.x + 1, r0 = threadIdx.y * PER;  // shared rows r0 .. r0 + PER + 1
-        float across[PER + 2];
+        // A thread's kPer output rows need kPer + 2 shared rows, each summed across once (registers).
+        const int c = threadIdx.x + 1, r0 = threadIdx.y * kPer;  // shared rows r0 .. r0 + kPer + 1
+        float across[kPer + 2];
 #pragma unroll
-        for (int i = 0; i < PER + 2; ++i)
+        for (int i = 0; i < kPer + 2; ++i)
             across[i] = taps121(tile[b][r0 + i][c - 1], tile[b][r0 + i][c], tile[b][r0 + i][c + 1]);
-        const int x = (k % tilesAcross) * TILE_W + threadIdx.x, y0 = (k / tilesAcross) * TILE_H + r0;
+        const int x = (k % tilesAcross) * kTileW + threadIdx.x, y0 = (k / tilesAcross) * kTileH + r0;
 #pragma unroll
-        for (int i = 0; i < PER; ++i) {
+        for (int i = 0; i < kPer; ++i) {
             const int y = y0 + i;
             if (x < width && y < height)
                 out[static_cast<size_t>(y) * width + x] = taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
@@ -152,19 +151,19 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
 }
 
 // Rung 4: no shared memory at all. Each thread owns VEC adjacent columns (one float4 when the
-// width is a multiple of 4) and walks down a strip of STRIP rows. Per row it loads its VEC
+// width is a multiple of 4) and walks down a strip of kStrip rows. Per row it loads its VEC
 // pixels with one 16-byte load plus the pixel left and right of them (its neighbours' loads
 // brought those lines into L1, so they cost no DRAM traffic), sums [1 2 1] across, and keeps
 // the last three rows of those sums in registers: the vertical [1 2 1] needs no reload. Each
-// input row is read from DRAM once per strip (plus 2 halo rows per STRIP, mostly L2 hits).
-constexpr int STRIP = 16;                   // output rows per thread
-constexpr int ROWS_X = 64, ROWS_Y = 4;      // block: 64 column groups x 4 strips
+// input row is read from DRAM once per strip (plus 2 halo rows per kStrip, mostly L2 hits).
+constexpr int kStrip = 16;                   // output rows per thread
+constexpr int kRowsX = 64, kRowsY = 4;      // block: 64 column groups x 4 strips
 template <int VEC>
-__global__ void __launch_bounds__(ROWS_X * ROWS_Y)
+__global__ void __launch_bounds__(kRowsX * kRowsY)
 blur3x3Rows(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
-    const int x = VEC * (blockIdx.x * ROWS_X + threadIdx.x);  // first of this thread's columns
+    const int x = VEC * (blockIdx.x * kRowsX + threadIdx.x);  // first of this thread's columns
     if (x >= width) return;
-    const int y0 = (blockIdx.y * ROWS_Y + threadIdx.y) * STRIP;
+    const int y0 = (blockIdx.y * kRowsY + threadIdx.y) * kStrip;
     if (y0 >= height) return;
     const int xl = max(x - 1, 0), xr = min(x + VEC, width - 1);  // clamp-to-edge across
     auto across = [&](int y, float (&sum)[VEC]) {  // [1 2 1] across row y (clamped) for the VEC columns
@@ -184,7 +183,7 @@ blur3x3Rows(const float* __restrict__ in, float* __restrict__ out, int width, in
     float above[VEC], here[VEC], below[VEC];
     across(y0 - 1, above);
     across(y0, here);
-    const int y_end = min(y0 + STRIP, height);
+    const int y_end = min(y0 + kStrip, height);
 #pragma unroll 4
     for (int y = y0; y < y_end; ++y) {
         across(y + 1, below);
@@ -212,6 +211,51 @@ static lesson::Check verify_images(const float* h_in, const float* h_out, int64_
     }
     return cmp.result(what);
 }
+
+// One image on the device and the launch shape of the tiled kernel (blocks the GPU holds at once).
+struct Image {
+    const float* in;
+    float* out;
+    int width, height;
+    unsigned tiled_blocks;
+};
+
+// The launchers, one per rung. Grids ceil-divide the image (main() checked every one fits).
+static void launch_naive(const Image& im) {  // one pixel per thread
+    const lesson::Grid g = lesson::grid_for(uint64_t(im.width), uint64_t(im.height), 1, kTileW, kRows);
+    blur3x3Naive<<<dim3(g.x, g.y), dim3(kTileW, kRows)>>>(im.in, im.out, im.width, im.height);
+    CUDA_CHECK_LAUNCH();
+}
+static void launch_halo(const Image& im) {  // one block per kHaloW x kHaloH tile
+    const lesson::Grid g = lesson::grid_for(uint64_t(im.width), uint64_t(im.height), 1, kHaloW, kHaloH);
+    blur3x3Halo<<<dim3(g.x, g.y), dim3(kHaloW, kHaloH)>>>(im.in, im.out, im.width, im.height);
+    CUDA_CHECK_LAUNCH();
+}
+static void launch_tiled(const Image& im) {  // each block loops over every gridDim.x-th tile
+    blur3x3Tiled<<<dim3(im.tiled_blocks, 1, 1), dim3(kTileW, kRows)>>>(im.in, im.out, im.width, im.height);
+    CUDA_CHECK_LAUNCH();
+}
+template <int VEC>
+static void launch_rows(const Image& im) {  // VEC columns per thread, a strip of kStrip rows
+    const dim3 grid(unsigned(lesson::ceil_div(lesson::ceil_div(uint64_t(im.width), VEC), kRowsX)),
+                    unsigned(lesson::ceil_div(lesson::ceil_div(uint64_t(im.height), kStrip), kRowsY)));
+    blur3x3Rows<VEC><<<grid, dim3(kRowsX, kRowsY)>>>(im.in, im.out, im.width, im.height);
+    CUDA_CHECK_LAUNCH();
+}
+
+// The ladder, one row per rung: its name in the report and its launcher. Rung 4 has two rows,
+// of which main() runs the one that fits the width.
+struct Rung {
+    const char* name;
+    void (*launch)(const Image& im);
+};
+constexpr Rung kRungs[] = {
+    {"blur3x3Naive", launch_naive},
+    {"blur3x3Halo", launch_halo},
+    {"blur3x3Tiled", launch_tiled},
+    {"blur3x3Rows (float4)", launch_rows<4>},  // every row starts 16-byte aligned: width % 4 == 0
+    {"blur3x3Rows (scalar: width % 4 != 0)", launch_rows<1>},
+};
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
@@ -257,9 +301,9 @@ int main(int argc, char** argv) {
     report.config("width", width);
     report.config("height", height);
     report.config("border", "clamp-to-edge");
-    report.config("tile", std::to_string(TILE_W) + "x" + std::to_string(TILE_H) + " outputs, " +
-                              std::to_string(TILE_W) + "x" + std::to_string(ROWS) + " threads");
-    report.config("halo tile", std::to_string(HALO_W) + "x" + std::to_string(HALO_H) + " outputs, one block each");
+    report.config("tile", std::to_string(kTileW) + "x" + std::to_string(kTileH) + " outputs, " +
+                              std::to_string(kTileW) + "x" + std::to_string(kRows) + " threads");
+    report.config("halo tile", std::to_string(kHaloW) + "x" + std::to_string(kHaloH) + " outputs, one block each");
     report.config("batch", batch);
     report.config("image", std::to_string(image_w) + "x" + std::to_string(image_h));
     report.config("chunk", chunk);
@@ -284,55 +328,30 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&d_out, bytes));
     CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
 
-    const dim3 block(TILE_W, ROWS);
-    const lesson::Grid gn = lesson::grid_for(W, H, 1, TILE_W, ROWS);  // naive: one pixel per thread
-    const lesson::Grid gh = lesson::grid_for(W, H, 1, HALO_W, HALO_H);  // one-tile: one block per tile
     // Tiled: no more blocks than the GPU runs at once; each loops over every gridDim.x-th tile.
-    const lesson::Grid gt = lesson::grid_for(W, H, 1, TILE_W, TILE_H);  // tiles across, tiles down
+    const lesson::Grid gt = lesson::grid_for(W, H, 1, kTileW, kTileH);  // tiles across, tiles down
     int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blur3x3Tiled, TILE_W * ROWS, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blur3x3Tiled, kTileW * kRows, 0));
     const uint64_t tiles = uint64_t(gt.x) * gt.y;
     const unsigned tiled_blocks = unsigned(std::min<uint64_t>(tiles, uint64_t(per_sm) * prop.multiProcessorCount));
     report.config("tiled blocks", std::to_string(tiled_blocks) + " (" + std::to_string(per_sm) + " per SM) for " +
                                       std::to_string(tiles) + " tiles");
 
-    // The ladder: one table of rungs, one verify-and-time loop.
-    struct Rung {
-        std::string name;
-        std::function<void()> launch;
-        double ms = 0;
-    };
-    std::vector<Rung> rungs = {
-        {"blur3x3Naive", [&] {
-             blur3x3Naive<<<dim3(gn.x, gn.y), block>>>(d_in, d_out, int(width), int(height));
-             CUDA_CHECK_LAUNCH();
-         }},
-        {"blur3x3Halo", [&] {
-             blur3x3Halo<<<dim3(gh.x, gh.y), dim3(HALO_W, HALO_H)>>>(d_in, d_out, int(width), int(height));
-             CUDA_CHECK_LAUNCH();
-         }},
-        {"blur3x3Tiled", [&] {
-             blur3x3Tiled<<<dim3(tiled_blocks, 1, 1), block>>>(d_in, d_out, int(width), int(height));
-             CUDA_CHECK_LAUNCH();
-         }},
-        // float4 columns when every row starts 16-byte aligned (width % 4 == 0), else one column.
-        {width % 4 == 0 ? "blur3x3Rows (float4)" : "blur3x3Rows (scalar: width % 4 != 0)", [&] {
-             const int vec = width % 4 == 0 ? 4 : 1;
-             const dim3 grid(unsigned(lesson::ceil_div(lesson::ceil_div(W, vec), ROWS_X)),
-                             unsigned(lesson::ceil_div(lesson::ceil_div(H, STRIP), ROWS_Y)));
-             if (vec == 4) blur3x3Rows<4><<<grid, dim3(ROWS_X, ROWS_Y)>>>(d_in, d_out, int(width), int(height));
-             else blur3x3Rows<1><<<grid, dim3(ROWS_X, ROWS_Y)>>>(d_in, d_out, int(width), int(height));
-             CUDA_CHECK_LAUNCH();
-         }},
-    };
-    for (Rung& r : rungs) {
+    // The ladder: one table of rungs (kRungs), one verify-and-time loop. Rung 4 runs as float4
+    // columns when every row starts 16-byte aligned (width % 4 == 0), else one column per thread.
+    const Image image{d_in, d_out, int(width), int(height), tiled_blocks};
+    std::vector<Rung> rungs;
+    for (const Rung& r : kRungs)
+        if (r.launch != (width % 4 == 0 ? launch_rows<1> : launch_rows<4>)) rungs.push_back(r);
+    std::vector<double> rung_ms;
+    for (const Rung& r : rungs) {
         // Poison (0xFF bytes are NaN), run, copy out: a pixel a kernel never writes fails the check.
         CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
-        r.launch();
+        r.launch(image);
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
         if (opt.inject_fault) verify::inject_fault(h_out.data(), pixels, opt.seed);
-        report.check(verify::compare(h_out.data(), ref.data(), pixels, 1e-5, r.name + ", every pixel of " + dims, ref_rms));
-        r.ms = lesson::time_median_ms(int(opt.repeat), r.launch);
+        report.check(verify::compare(h_out.data(), ref.data(), pixels, 1e-5, std::string(r.name) + ", every pixel of " + dims, ref_rms));
+        rung_ms.push_back(lesson::time_median_ms(int(opt.repeat), [&] { r.launch(image); }));
     }
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
@@ -356,7 +375,8 @@ int main(int argc, char** argv) {
     // Chunk k goes to stream k % streams and that stream's device slot. The slot is reused by
     // chunk k + streams only after chunk k's copy-out finished: the stream runs its work in order.
     const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
-    const lesson::Grid gi = lesson::grid_for(image_w, image_h, 1, TILE_W, TILE_H);
+    const lesson::Grid gi = lesson::grid_for(image_w, image_h, 1, kTileW, kTileH);
+    const dim3 block(kTileW, kRows);
     const unsigned image_tiles = gi.x * gi.y;  // one block per tile of each image: small images have few
     auto pipeline = [&](bool one_launch_per_chunk) {
         for (uint64_t k = 0; k < plan.count; ++k) {
@@ -420,15 +440,16 @@ int main(int argc, char** argv) {
     report.bound("pinned D2H, burst of chunk copies", link.d2h, "GB/s");
     report.bound("pinned H2D + D2H at once", link.both, "GB/s");
     report.timing(std::string(lesson::kTimingMethod) + "; pipelines: host clock around issue + cudaDeviceSynchronize");
-    for (const Rung& r : rungs)
-        report.variant_bound(r.name + " " + dims, r.ms, kernel_bytes / (r.ms * 1e6), "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.metric("blur3x3Halo over blur3x3Naive", rungs[0].ms / rungs[1].ms, "x");
-    report.metric("blur3x3Tiled over blur3x3Halo", rungs[1].ms / rungs[2].ms, "x");
-    report.metric("blur3x3Rows over blur3x3Tiled", rungs[2].ms / rungs[3].ms, "x");
+    for (size_t i = 0; i < rungs.size(); ++i)
+        report.variant_bound(rungs[i].name + (" " + dims), rung_ms[i], kernel_bytes / (rung_ms[i] * 1e6), "GB/s",
+                             dram.gbps, "DRAM bound", in_l2);
+    report.metric("blur3x3Halo over blur3x3Naive", rung_ms[0] / rung_ms[1], "x");
+    report.metric("blur3x3Tiled over blur3x3Halo", rung_ms[1] / rung_ms[2], "x");
+    report.metric("blur3x3Rows over blur3x3Tiled", rung_ms[2] / rung_ms[3], "x");
     size_t best = 0;
     for (size_t i = 1; i < rungs.size(); ++i)
-        if (rungs[i].ms < rungs[best].ms) best = i;
-    const double best_gbps = kernel_bytes / (rungs[best].ms * 1e6);
+        if (rung_ms[i] < rung_ms[best]) best = i;
+    const double best_gbps = kernel_bytes / (rung_ms[best] * 1e6);
     const double link_bytes = 2.0 * batch_bytes;  // the batch goes up once and comes down once
     const double bound_ms = lesson::link_bound_ms(double(batch_bytes), double(batch_bytes), link);
     const double bound_gbps = link_bytes / (bound_ms * 1e6);
@@ -444,7 +465,7 @@ int main(int argc, char** argv) {
     report.note("kernel GB/s count one read of the input and one write of the output; pipeline GB/s count H2D + D2H bytes");
     report.note("pipeline times: inputs already staged in pinned memory, host clock around issue + cudaDeviceSynchronize");
     char key[128];
-    std::snprintf(key, sizeof key, "%s %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", rungs[best].name.c_str(),
+    std::snprintf(key, sizeof key, "%s %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", rungs[best].name,
                   best_gbps, dims.c_str(), 100.0 * bound_ms / per_chunk_ms);
     report.key_result(key, best_gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
     report.default_size(cli.at_default_size());

@@ -36,14 +36,14 @@
 #include "verify/random.h"
 #include "verify/transpose.h"
 
-// Rungs 1-4: a block of TILE x BLOCK_ROWS threads moves one TILE x TILE tile,
-// each thread TILE / BLOCK_ROWS = 4 elements (one per pass of its j loop).
-constexpr int TILE = 32;
-constexpr int BLOCK_ROWS = 8;
-// Rung 5 (and the copy yardstick): WIDE_THREADS x WIDE_THREADS threads move a
-// WIDE x WIDE tile, each thread 4 float4s = 16 floats.
-constexpr int WIDE = 64;
-constexpr int WIDE_THREADS = 16;
+// Rungs 1-4: a block of kTile x kBlockRows threads moves one kTile x kTile tile,
+// each thread kTile / kBlockRows = 4 elements (one per pass of its j loop).
+constexpr int kTile = 32;
+constexpr int kBlockRows = 8;
+// Rung 5 (and the copy yardstick): kWideThreads x kWideThreads threads move a
+// kWide x kWide tile, each thread 4 float4s = 16 floats.
+constexpr int kWide = 64;
+constexpr int kWideThreads = 16;
 
 // Every kernel works in two phases: first all of a thread's loads, then all
 // of its stores. The loads are clamped into the matrix (an edge tile re-reads
@@ -54,25 +54,25 @@ __device__ __forceinline__ int clampTo(int i, int n) { return i < n ? i : n - 1;
 
 // ---- the yardstick: a copy with the wide rung's access pattern, minus the transpose ----
 __global__ void copyWide(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
-    const int x = blockIdx.x * WIDE + 4 * threadIdx.x;  // first of this thread's 4 columns
-    const int y0 = blockIdx.y * WIDE + threadIdx.y;
-    float4 v[WIDE / WIDE_THREADS];
+    const int x = blockIdx.x * kWide + 4 * threadIdx.x;  // first of this thread's 4 columns
+    const int y0 = blockIdx.y * kWide + threadIdx.y;
+    float4 v[kWide / kWideThreads];
     if (cols % 4 == 0) {  // rows start 16-byte aligned: 16-byte loads and stores
         const int xc = clampTo(x, cols - 3);
-        for (int j = 0; j < WIDE / WIDE_THREADS; ++j)
-            v[j] = *reinterpret_cast<const float4*>(in + static_cast<size_t>(clampTo(y0 + WIDE_THREADS * j, rows)) * cols + xc);
-        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-            const int y = y0 + WIDE_THREADS * j;
+        for (int j = 0; j < kWide / kWideThreads; ++j)
+            v[j] = *reinterpret_cast<const float4*>(in + static_cast<size_t>(clampTo(y0 + kWideThreads * j, rows)) * cols + xc);
+        for (int j = 0; j < kWide / kWideThreads; ++j) {
+            const int y = y0 + kWideThreads * j;
             if (y < rows && x < cols) *reinterpret_cast<float4*>(out + static_cast<size_t>(y) * cols + x) = v[j];
         }
     } else {  // element by element
-        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-            const size_t row = static_cast<size_t>(clampTo(y0 + WIDE_THREADS * j, rows)) * cols;
+        for (int j = 0; j < kWide / kWideThreads; ++j) {
+            const size_t row = static_cast<size_t>(clampTo(y0 + kWideThreads * j, rows)) * cols;
             v[j] = make_float4(in[row + clampTo(x, cols)], in[row + clampTo(x + 1, cols)],
                                in[row + clampTo(x + 2, cols)], in[row + clampTo(x + 3, cols)]);
         }
-        for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-            const int y = y0 + WIDE_THREADS * j;
+        for (int j = 0; j < kWide / kWideThreads; ++j) {
+            const int y = y0 + kWideThreads * j;
             if (y >= rows) continue;
             float* dst = out + static_cast<size_t>(y) * cols;
             if (x < cols) dst[x] = v[j].x;
@@ -86,13 +86,13 @@ __global__ void copyWide(const float* __restrict__ in, float* __restrict__ out, 
 // A copy with the geometry of rungs 1-4 (scalar, 4 elements per thread): tells
 // how much of what is left is the transpose and how much the geometry.
 __global__ void copyTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
-    const int x = blockIdx.x * TILE + threadIdx.x;
-    const int y0 = blockIdx.y * TILE + threadIdx.y;
-    float v[TILE / BLOCK_ROWS];
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j)
-        v[j] = in[static_cast<size_t>(clampTo(y0 + BLOCK_ROWS * j, rows)) * cols + clampTo(x, cols)];
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
-        const int y = y0 + BLOCK_ROWS * j;
+    const int x = blockIdx.x * kTile + threadIdx.x;
+    const int y0 = blockIdx.y * kTile + threadIdx.y;
+    float v[kTile / kBlockRows];
+    for (int j = 0; j < kTile / kBlockRows; ++j)
+        v[j] = in[static_cast<size_t>(clampTo(y0 + kBlockRows * j, rows)) * cols + clampTo(x, cols)];
+    for (int j = 0; j < kTile / kBlockRows; ++j) {
+        const int y = y0 + kBlockRows * j;
         if (x < cols && y < rows) out[static_cast<size_t>(y) * cols + x] = v[j];
     }
 }
@@ -100,13 +100,13 @@ __global__ void copyTile(const float* __restrict__ in, float* __restrict__ out, 
 // ---- rung 1: naive. Reads are coalesced (a warp reads 32 neighbours of one
 // row); writes are not (a warp writes one element in each of 32 output rows).
 __global__ void transposeNaive(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
-    const int x = blockIdx.x * TILE + threadIdx.x;  // column of in = row of out
-    const int y0 = blockIdx.y * TILE + threadIdx.y;
-    float v[TILE / BLOCK_ROWS];
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j)
-        v[j] = in[static_cast<size_t>(clampTo(y0 + BLOCK_ROWS * j, rows)) * cols + clampTo(x, cols)];
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
-        const int y = y0 + BLOCK_ROWS * j;  // row of in = column of out
+    const int x = blockIdx.x * kTile + threadIdx.x;  // column of in = row of out
+    const int y0 = blockIdx.y * kTile + threadIdx.y;
+    float v[kTile / kBlockRows];
+    for (int j = 0; j < kTile / kBlockRows; ++j)
+        v[j] = in[static_cast<size_t>(clampTo(y0 + kBlockRows * j, rows)) * cols + clampTo(x, cols)];
+    for (int j = 0; j < kTile / kBlockRows; ++j) {
+        const int y = y0 + kBlockRows * j;  // row of in = column of out
         if (x < cols && y < rows) out[static_cast<size_t>(x) * rows + y] = v[j];
     }
 }
@@ -119,19 +119,19 @@ __global__ void transposeNaive(const float* __restrict__ in, float* __restrict__
 template <int PAD>
 __device__ void transposeTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
                               int rowBlock, int colBlock) {
-    __shared__ float tile[TILE][TILE + PAD];
-    const int r0 = rowBlock * TILE, c0 = colBlock * TILE;
+    __shared__ float tile[kTile][kTile + PAD];
+    const int r0 = rowBlock * kTile, c0 = colBlock * kTile;
     // Read a tile of in, row by row (coalesced), into shared memory.
     const int x = clampTo(c0 + threadIdx.x, cols);
-    for (int j = 0; j < TILE; j += BLOCK_ROWS)
+    for (int j = 0; j < kTile; j += kBlockRows)
         tile[threadIdx.y + j][threadIdx.x] = in[static_cast<size_t>(clampTo(r0 + threadIdx.y + j, rows)) * cols + x];
     __syncthreads();  // the whole tile is in shared memory before anyone reads a column of it
     // Write it as a tile of out, row by row (coalesced): row c of out is column c of in.
-    float v[TILE / BLOCK_ROWS];
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) v[j] = tile[threadIdx.x][threadIdx.y + BLOCK_ROWS * j];
+    float v[kTile / kBlockRows];
+    for (int j = 0; j < kTile / kBlockRows; ++j) v[j] = tile[threadIdx.x][threadIdx.y + kBlockRows * j];
     const int ox = r0 + threadIdx.x;  // column of out = row of in
-    for (int j = 0; j < TILE / BLOCK_ROWS; ++j) {
-        const int oy = c0 + threadIdx.y + BLOCK_ROWS * j;  // row of out = column of in
+    for (int j = 0; j < kTile / kBlockRows; ++j) {
+        const int oy = c0 + threadIdx.y + kBlockRows * j;  // row of out = column of in
         if (ox < rows && oy < cols) out[static_cast<size_t>(oy) * rows + ox] = v[j];
     }
 }
@@ -160,21 +160,21 @@ __global__ void transposeDiagonal(const float* __restrict__ in, float* __restric
 // Shapes whose rows are not 16-byte aligned (cols or rows not a multiple of 4)
 // go element by element.
 __global__ void transposeWide(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
-    __shared__ float tile[WIDE][WIDE + 1];  // padded: a column read is at most 2-way conflicted
-    const int r0 = blockIdx.y * WIDE, c0 = blockIdx.x * WIDE;
+    __shared__ float tile[kWide][kWide + 1];  // padded: a column read is at most 2-way conflicted
+    const int r0 = blockIdx.y * kWide, c0 = blockIdx.x * kWide;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = c0 + 4 * tx;  // first of this thread's 4 columns of in
-    float4 v[WIDE / WIDE_THREADS];
-    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-        const size_t row = static_cast<size_t>(clampTo(r0 + ty + WIDE_THREADS * j, rows)) * cols;
+    float4 v[kWide / kWideThreads];
+    for (int j = 0; j < kWide / kWideThreads; ++j) {
+        const size_t row = static_cast<size_t>(clampTo(r0 + ty + kWideThreads * j, rows)) * cols;
         if (cols % 4 == 0)
             v[j] = *reinterpret_cast<const float4*>(in + row + clampTo(x, cols - 3));
         else
             v[j] = make_float4(in[row + clampTo(x, cols)], in[row + clampTo(x + 1, cols)],
                                in[row + clampTo(x + 2, cols)], in[row + clampTo(x + 3, cols)]);
     }
-    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-        const int r = ty + WIDE_THREADS * j;
+    for (int j = 0; j < kWide / kWideThreads; ++j) {
+        const int r = ty + kWideThreads * j;
         tile[r][4 * tx] = v[j].x;
         tile[r][4 * tx + 1] = v[j].y;
         tile[r][4 * tx + 2] = v[j].z;
@@ -182,13 +182,13 @@ __global__ void transposeWide(const float* __restrict__ in, float* __restrict__ 
     }
     __syncthreads();
     // Row c of the out tile holds rows 4tx..4tx+3 of the in tile at column c.
-    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-        const int c = ty + WIDE_THREADS * j;
+    for (int j = 0; j < kWide / kWideThreads; ++j) {
+        const int c = ty + kWideThreads * j;
         v[j] = make_float4(tile[4 * tx][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c], tile[4 * tx + 3][c]);
     }
     const int ox = r0 + 4 * tx;  // first of this thread's 4 columns of out (= rows of in)
-    for (int j = 0; j < WIDE / WIDE_THREADS; ++j) {
-        const int oy = c0 + ty + WIDE_THREADS * j;  // row of out = column of in
+    for (int j = 0; j < kWide / kWideThreads; ++j) {
+        const int oy = c0 + ty + kWideThreads * j;  // row of out = column of in
         if (oy >= cols || ox >= rows) continue;
         float* dst = out + static_cast<size_t>(oy) * rows + ox;
         if (rows % 4 == 0) {
@@ -207,7 +207,7 @@ __global__ void transposeWide(const float* __restrict__ in, float* __restrict__ 
 // at memory speed (the per-element comparison takes about a second per GiB);
 // any difference goes through the Comparer, which names the first bad index.
 // The inputs are finite, so identical bytes never hide a NaN.
-static lesson::Check checkExact(const float* gpu, const float* ref, size_t n, const std::string& what) {
+static lesson::Check check_exact(const float* gpu, const float* ref, size_t n, const std::string& what) {
     if (n > 0 && std::memcmp(gpu, ref, n * sizeof(float)) == 0) {
         lesson::Check c;
         c.what = what;
@@ -226,31 +226,31 @@ static lesson::Check checkExact(const float* gpu, const float* ref, size_t n, co
 // The launchers, one per rung. Grids cover the input: x along its columns, y along its rows
 // (main() checked that both tilings fit the grid limits before any CUDA call).
 static dim3 tile_grid(int rows, int cols) {
-    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, TILE, TILE);
+    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, kTile, kTile);
     return dim3(g.x, g.y);
 }
 static dim3 wide_grid(int rows, int cols) {
-    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, WIDE, WIDE);
+    const lesson::Grid g = lesson::grid_for(uint64_t(cols), uint64_t(rows), 1, kWide, kWide);
     return dim3(g.x, g.y);
 }
 static void launch_copy_wide(const float* in, float* out, int rows, int cols) {
-    copyWide<<<wide_grid(rows, cols), dim3(WIDE_THREADS, WIDE_THREADS)>>>(in, out, rows, cols);
+    copyWide<<<wide_grid(rows, cols), dim3(kWideThreads, kWideThreads)>>>(in, out, rows, cols);
 }
 static void launch_copy_tile(const float* in, float* out, int rows, int cols) {
-    copyTile<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+    copyTile<<<tile_grid(rows, cols), dim3(kTile, kBlockRows)>>>(in, out, rows, cols);
 }
 static void launch_naive(const float* in, float* out, int rows, int cols) {
-    transposeNaive<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+    transposeNaive<<<tile_grid(rows, cols), dim3(kTile, kBlockRows)>>>(in, out, rows, cols);
 }
 template <int PAD>
 static void launch_tiled(const float* in, float* out, int rows, int cols) {
-    transposeTiled<PAD><<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+    transposeTiled<PAD><<<tile_grid(rows, cols), dim3(kTile, kBlockRows)>>>(in, out, rows, cols);
 }
 static void launch_diagonal(const float* in, float* out, int rows, int cols) {
-    transposeDiagonal<<<tile_grid(rows, cols), dim3(TILE, BLOCK_ROWS)>>>(in, out, rows, cols);
+    transposeDiagonal<<<tile_grid(rows, cols), dim3(kTile, kBlockRows)>>>(in, out, rows, cols);
 }
 static void launch_wide(const float* in, float* out, int rows, int cols) {
-    transposeWide<<<wide_grid(rows, cols), dim3(WIDE_THREADS, WIDE_THREADS)>>>(in, out, rows, cols);
+    transposeWide<<<wide_grid(rows, cols), dim3(kWideThreads, kWideThreads)>>>(in, out, rows, cols);
 }
 
 // The ladder, one row per rung: its name, whether its output is the transpose
@@ -285,8 +285,8 @@ int main(int argc, char** argv) {
     const size_t bytes = N * sizeof(float);
     const std::string shape = "--rows=" + std::to_string(rows) + " --cols=" + std::to_string(cols);
     // Both tilings must fit the grid limits (x: columns, y: rows of tiles).
-    const lesson::Grid g32 = lesson::grid_for(cols, rows, 1, TILE, TILE);
-    const lesson::Grid g64 = lesson::grid_for(cols, rows, 1, WIDE, WIDE);
+    const lesson::Grid g32 = lesson::grid_for(cols, rows, 1, kTile, kTile);
+    const lesson::Grid g64 = lesson::grid_for(cols, rows, 1, kWide, kWide);
     if (!g32.ok || !g64.ok) lesson::bad_input(shape + " needs more than 65535 tiles along y");
     // Host: input, CPU reference, GPU result. Device: input and output.
     lesson::require_host_memory(3 * bytes, "pageable", shape);
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
         // 4. Copy the result out; 5. verify every element, exactly.
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
         if (opt.inject_fault && k + 1 == kRungCount) verify::inject_fault(h_out.data(), N, opt.seed);
-        report.check(checkExact(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N,
+        report.check(check_exact(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N,
                                 std::string(rung.name) + ": every element, exact, " +
                                     (rung.transposes ? "vs the CPU transpose" : "vs the input")));
         // Time it: relaunches write the same values again.
@@ -365,8 +365,8 @@ int main(int argc, char** argv) {
     report.metric("diagonal / row-major block order (time)", ms[5] / ms[4], "x");
     report.metric("best rung / device-to-device cudaMemcpy", gbps[best] / d2d, "x");
     int blocksPadded = 0, blocksWide = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, TILE * BLOCK_ROWS, 0));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, WIDE_THREADS * WIDE_THREADS, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, kTile * kBlockRows, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, kWideThreads * kWideThreads, 0));
     report.metric("resident blocks per SM, padded 32x33", double(blocksPadded), "blocks");
     report.metric("resident blocks per SM, wide 64x65", double(blocksWide), "blocks");
     char key[128];

@@ -64,7 +64,7 @@ static const Rung kLadder[] = {
     {"5 bank-conflict-free", rung5::launch, 0},
     {"6 double-buffered", rung6::launch, 0},
     // EXERCISE 2 BEGIN: pick rung 7's configuration by shape (128x256 tiles only where they fill the GPU)
-    {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::SMEM_BYTES},
+    {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes},
     // EXERCISE 2 END
     {"8 128x256 tile, 8x16 per thread", rung8::launch, 0},
     {"9 register double buffering", rung9::launch, 0},
@@ -74,9 +74,9 @@ constexpr int kRungs = int(std::size(kLadder));
 // --sweep: rung 7 over tile configurations ("BMxBNxBK wWMxWN tTMxTN sSTAGES").
 template <class Cfg>
 constexpr Rung rung7_as(const char* name) {
-    return {name, rung7::launch<Cfg>, Cfg::SMEM_BYTES};
+    return {name, rung7::launch<Cfg>, Cfg::kSmemBytes};
 }
-using rung7::WarpTiling;  // BM, BN, BK, WM, WN, TM, TN, STAGES, MIN_BLOCKS
+using rung7::WarpTiling;  // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks
 static const Rung kSweep[] = {
     rung7_as<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>>("7: 128x128x8 w64x32 t8x8 s2"),
     rung7_as<WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>>("7: 128x128x8 w64x32 t8x8 s3"),

@@ -4,9 +4,9 @@
 //         live during the FMAs), and each thread's 8 x 8 tile spent 4 LDS.128 on
 //         64 FFMA.
 // Here:   a template over its tile sizes (--sweep times 13 of them). Each warp owns
-//         a WM x WN piece of the block tile, each lane a TM x TN piece of that, made
+//         a kWM x kWN piece of the block tile, each lane a kTM x kTN piece of that, made
 //         of 4 x 4 sub-tiles. cp.async copies global -> shared without passing
-//         through registers, so STAGES-1 tiles are in flight while the FMAs run on
+//         through registers, so kStages-1 tiles are in flight while the FMAs run on
 //         the current one; fragments are double-buffered in registers. The default,
 //         128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches about 93% of
 //         cuBLAS on an H200 (README.md).
@@ -56,78 +56,78 @@ __device__ __forceinline__ void cp_async_wait() {}
 
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int STAGES_, int MIN_BLOCKS_>
 struct WarpTiling {
-    static constexpr int BM = BM_, BN = BN_, BK = BK_;  // block tile and k step
-    static constexpr int WM = WM_, WN = WN_;            // warp tile
-    static constexpr int TM = TM_, TN = TN_;            // lane tile
-    static constexpr int STAGES = STAGES_, MIN_BLOCKS = MIN_BLOCKS_;
-    static constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    static constexpr int LM = WM / TM, LN = WN / TN;  // lanes of a warp along M and N
-    // EXERCISE 3 BEGIN: remove the padding (LDA = BM); predict, then measure, the bank conflicts
-    static constexpr int LDA = BM + 4, LDB = BN;  // shared row lengths (A transposed and padded)
+    static constexpr int kBM = BM_, kBN = BN_, kBK = BK_;  // block tile and k step
+    static constexpr int kWM = WM_, kWN = WN_;            // warp tile
+    static constexpr int kTM = TM_, kTN = TN_;            // lane tile
+    static constexpr int kStages = STAGES_, kMinBlocks = MIN_BLOCKS_;
+    static constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;
+    static constexpr int kLM = kWM / kTM, kLN = kWN / kTN;  // lanes of a warp along M and N
+    // EXERCISE 3 BEGIN: remove the padding (kLDA = kBM); predict, then measure, the bank conflicts
+    static constexpr int kLDA = kBM + 4, kLDB = kBN;  // shared row lengths (A transposed and padded)
     // EXERCISE 3 END
-    static constexpr int STAGE_FLOATS = BK * (LDA + LDB);
-    static constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * int(sizeof(float));
-    static_assert(LM * LN == 32, "a warp's lanes must tile the warp tile");
-    static_assert(TM % 4 == 0 && TN % 4 == 0, "lane tiles are made of 4 x 4 sub-tiles");
-    static_assert(BM % WM == 0 && BN % WN == 0 && BM % 32 == 0, "warp tiles must tile the block tile");
-    // Copy plan: A in runs of 8 consecutive k per row, A_STEP rows apart; B in float4s, B_STEP rows apart.
-    static constexpr int A_STEP = THREADS / 8, A_ROWS = BM / A_STEP;
-    static constexpr int B_STEP = THREADS / (BN / 4), B_ROWS = BK / B_STEP;
-    static_assert(BK % 8 == 0 && BM % A_STEP == 0 && THREADS % (BN / 4) == 0 && BK % B_STEP == 0,
+    static constexpr int kStageFloats = kBK * (kLDA + kLDB);
+    static constexpr int kSmemBytes = kStages * kStageFloats * int(sizeof(float));
+    static_assert(kLM * kLN == 32, "a warp's lanes must tile the warp tile");
+    static_assert(kTM % 4 == 0 && kTN % 4 == 0, "lane tiles are made of 4 x 4 sub-tiles");
+    static_assert(kBM % kWM == 0 && kBN % kWN == 0 && kBM % 32 == 0, "warp tiles must tile the block tile");
+    // Copy plan: A in runs of 8 consecutive k per row, kAStep rows apart; B in float4s, kBStep rows apart.
+    static constexpr int kAStep = kThreads / 8, kARows = kBM / kAStep;
+    static constexpr int kBStep = kThreads / (kBN / 4), kBRows = kBK / kBStep;
+    static_assert(kBK % 8 == 0 && kBM % kAStep == 0 && kThreads % (kBN / 4) == 0 && kBK % kBStep == 0,
                   "tile copies must split evenly over the threads");
-    static_assert(STAGES >= 2, "a pipeline needs two stages");
+    static_assert(kStages >= 2, "a pipeline needs two stages");
 };
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
-    constexpr int LM = Cfg::LM, LN = Cfg::LN, LDA = Cfg::LDA, LDB = Cfg::LDB;
+    constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kBK = Cfg::kBK, kTM = Cfg::kTM, kTN = Cfg::kTN;
+    constexpr int kLM = Cfg::kLM, kLN = Cfg::kLN, kLDA = Cfg::kLDA, kLDB = Cfg::kLDB;
     extern __shared__ __align__(16) float smem[];
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int wm = (warp / (BN / Cfg::WN)) * Cfg::WM, wn = (warp % (BN / Cfg::WN)) * Cfg::WN;  // warp tile origin
-    const int lm = (lane / LN) * 4, ln = (lane % LN) * 4;  // lane's first sub-tile inside the warp tile
+    const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+    const int wm = (warp / (kBN / Cfg::kWN)) * Cfg::kWM, wn = (warp % (kBN / Cfg::kWN)) * Cfg::kWN;  // warp tile origin
+    const int lm = (lane / kLN) * 4, ln = (lane % kLN) * 4;  // lane's first sub-tile inside the warp tile
     const bool vecB = N % 4 == 0 && aligned16(B), vecC = N % 4 == 0 && aligned16(C);
-    const bool inside = m0 + BM <= M && n0 + BN <= N && vecB;  // no edge in M or N, 16-byte B rows
+    const bool inside = m0 + kBM <= M && n0 + kBN <= N && vecB;  // no edge in M or N, 16-byte B rows
 
-    // This thread's copy plan, fixed for the whole k loop: A elements (row ra + j * A_STEP,
-    // column ka + 8c) and B float4s (row rb + j * B_STEP, columns nb..nb+3) of each tile.
-    const int ka = t % 8, ra = t / 8, nb = (t % (BN / 4)) * 4, rb = t / (BN / 4);
-    const unsigned a_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + ka * LDA + ra));
-    const unsigned b_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + BK * LDA + rb * LDB + nb));
-    const float* a_src = A + size_t(min(m0 + ra, M - 1)) * K + ka;  // advanced by BK per tile
-    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - 1);  // advanced by BK rows per tile
-    const int a_step = Cfg::A_STEP * K, b_step = Cfg::B_STEP * N;    // < 2^31: M, N, K <= 16384
+    // This thread's copy plan, fixed for the whole k loop: A elements (row ra + j * kAStep,
+    // column ka + 8c) and B float4s (row rb + j * kBStep, columns nb..nb+3) of each tile.
+    const int ka = t % 8, ra = t / 8, nb = (t % (kBN / 4)) * 4, rb = t / (kBN / 4);
+    const unsigned a_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + ka * kLDA + ra));
+    const unsigned b_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + kBK * kLDA + rb * kLDB + nb));
+    const float* a_src = A + size_t(min(m0 + ra, M - 1)) * K + ka;  // advanced by kBK per tile
+    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - 1);  // advanced by kBK rows per tile
+    const int a_step = Cfg::kAStep * K, b_step = Cfg::kBStep * N;    // < 2^31: M, N, K <= 16384
 
     // Issues the copies of k tile `tile` into the stage at float offset `stage`; zero-filled
     // outside the matrices. A is written transposed (As[k][m]) with 4-byte copies: 8 lanes take 8
-    // consecutive k of one row (one 32-byte sector), and the padded row (BM + 4) puts a warp's 32
+    // consecutive k of one row (one 32-byte sector), and the padded row (kBM + 4) puts a warp's 32
     // stores in 32 banks. B keeps its layout and moves 16 bytes per copy.
     auto load = [&](int tile, int stage) {
         const unsigned as = a_dst + 4u * stage, bs = b_dst + 4u * stage;
-        const int k0 = tile * BK;
-        if (inside && k0 + BK <= K) {  // the common case: the whole tile is inside, no checks
+        const int k0 = tile * kBK;
+        if (inside && k0 + kBK <= K) {  // the common case: the whole tile is inside, no checks
 #pragma unroll
-            for (int c = 0; c < BK / 8; ++c)
+            for (int c = 0; c < kBK / 8; ++c)
 #pragma unroll
-                for (int j = 0; j < Cfg::A_ROWS; ++j)
-                    cp_async_4(as + 4u * (c * 8 * LDA + j * Cfg::A_STEP), a_src + j * a_step + c * 8, true);
+                for (int j = 0; j < Cfg::kARows; ++j)
+                    cp_async_4(as + 4u * (c * 8 * kLDA + j * Cfg::kAStep), a_src + j * a_step + c * 8, true);
 #pragma unroll
-            for (int j = 0; j < Cfg::B_ROWS; ++j) cp_async_16(bs + 4u * (j * Cfg::B_STEP * LDB), b_src + j * b_step, 16);
+            for (int j = 0; j < Cfg::kBRows; ++j) cp_async_16(bs + 4u * (j * Cfg::kBStep * kLDB), b_src + j * b_step, 16);
         } else {
 #pragma unroll
-            for (int c = 0; c < BK / 8; ++c)  // a tile on an edge: every copy checks its element
+            for (int c = 0; c < kBK / 8; ++c)  // a tile on an edge: every copy checks its element
 #pragma unroll
-                for (int j = 0; j < Cfg::A_ROWS; ++j) {
-                    const int gm = m0 + ra + j * Cfg::A_STEP, gk = k0 + c * 8 + ka;
+                for (int j = 0; j < Cfg::kARows; ++j) {
+                    const int gm = m0 + ra + j * Cfg::kAStep, gk = k0 + c * 8 + ka;
                     const bool in = gm < M && gk < K;
-                    cp_async_4(as + 4u * (c * 8 * LDA + j * Cfg::A_STEP), in ? A + size_t(gm) * K + gk : A, in);
+                    cp_async_4(as + 4u * (c * 8 * kLDA + j * Cfg::kAStep), in ? A + size_t(gm) * K + gk : A, in);
                 }
 #pragma unroll
-            for (int j = 0; j < Cfg::B_ROWS; ++j) {
-                const int gk = k0 + rb + j * Cfg::B_STEP, gn = n0 + nb;
-                const unsigned dst = bs + 4u * (j * Cfg::B_STEP * LDB);
+            for (int j = 0; j < Cfg::kBRows; ++j) {
+                const int gk = k0 + rb + j * Cfg::kBStep, gn = n0 + nb;
+                const unsigned dst = bs + 4u * (j * Cfg::kBStep * kLDB);
                 if (vecB) {
                     const int valid = gk < K ? min(max(N - gn, 0), 4) : 0;  // floats inside the matrix
                     cp_async_16(dst, valid > 0 ? B + size_t(gk) * N + gn : B, valid * 4);
@@ -140,62 +140,62 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
                 }
             }
         }
-        a_src += BK;
-        b_src += size_t(BK) * N;
+        a_src += kBK;
+        b_src += size_t(kBK) * N;
     };
 
-    // Fragments of step k of the stage at float offset `stage`: TM values of A, TN of B (LDS.128 each 4).
-    auto fragments = [&](int stage, int k, float (&a)[TM], float (&b)[TN]) {
-        const float* As = smem + stage + k * LDA + wm + lm;
-        const float* Bs = smem + stage + BK * LDA + k * LDB + wn + ln;
+    // Fragments of step k of the stage at float offset `stage`: kTM values of A, kTN of B (LDS.128 each 4).
+    auto fragments = [&](int stage, int k, float (&a)[kTM], float (&b)[kTN]) {
+        const float* As = smem + stage + k * kLDA + wm + lm;
+        const float* Bs = smem + stage + kBK * kLDA + k * kLDB + wn + ln;
 #pragma unroll
-        for (int i = 0; i < TM / 4; ++i) put4(&a[4 * i], lds4(As + i * LM * 4));
+        for (int i = 0; i < kTM / 4; ++i) put4(&a[4 * i], lds4(As + i * kLM * 4));
 #pragma unroll
-        for (int j = 0; j < TN / 4; ++j) put4(&b[4 * j], lds4(Bs + j * LN * 4));
+        for (int j = 0; j < kTN / 4; ++j) put4(&b[4 * j], lds4(Bs + j * kLN * 4));
     };
 
-    float acc[TM][TN] = {};
-    float a[2][TM], b[2][TN];  // register double buffer: step k's fragments feed the FMAs while k+1's load
-    const int tiles = (K + BK - 1) / BK;
-    for (int s = 0; s < Cfg::STAGES - 1; ++s) {  // prologue: fill STAGES-1 stages
-        if (s < tiles) load(s, s * Cfg::STAGE_FLOATS);
+    float acc[kTM][kTN] = {};
+    float a[2][kTM], b[2][kTN];  // register double buffer: step k's fragments feed the FMAs while k+1's load
+    const int tiles = (K + kBK - 1) / kBK;
+    for (int s = 0; s < Cfg::kStages - 1; ++s) {  // prologue: fill kStages-1 stages
+        if (s < tiles) load(s, s * Cfg::kStageFloats);
         cp_async_commit();  // one group per stage, even when empty, so the counting below holds
     }
-    constexpr int LAST = (Cfg::STAGES - 1) * Cfg::STAGE_FLOATS;
-    int read = 0, write = LAST;  // float offsets of the stage computed now and of the stage refilled now
-    cp_async_wait<Cfg::STAGES - 2>();
+    constexpr int kLast = (Cfg::kStages - 1) * Cfg::kStageFloats;
+    int read = 0, write = kLast;  // float offsets of the stage computed now and of the stage refilled now
+    cp_async_wait<Cfg::kStages - 2>();
     __syncthreads();
     fragments(read, 0, a[0], b[0]);
     for (int tile = 0; tile < tiles; ++tile) {
         // Refill the stage of tile-1: every thread is past it (the barrier at the end of tile-1).
-        if (tile + Cfg::STAGES - 1 < tiles) load(tile + Cfg::STAGES - 1, write);
+        if (tile + Cfg::kStages - 1 < tiles) load(tile + Cfg::kStages - 1, write);
         cp_async_commit();
 #pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k < BK - 1) {
+        for (int k = 0; k < kBK; ++k) {
+            if (k < kBK - 1) {
                 fragments(read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
             } else {  // last step: switch stages before its FMAs, so they hide the next tile's first loads
-                cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of tile+1 have landed ...
+                cp_async_wait<Cfg::kStages - 2>();  // this thread's copies of tile+1 have landed ...
                 __syncthreads();                   // ... and everyone's; and nobody reads stage `read` any more
-                read = read == LAST ? 0 : read + Cfg::STAGE_FLOATS;
-                write = write == LAST ? 0 : write + Cfg::STAGE_FLOATS;
+                read = read == kLast ? 0 : read + Cfg::kStageFloats;
+                write = write == kLast ? 0 : write + Cfg::kStageFloats;
                 if (tile + 1 < tiles) fragments(read, 0, a[0], b[0]);
             }
 #pragma unroll
-            for (int i = 0; i < TM; ++i)
+            for (int i = 0; i < kTM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
+                for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
         }
     }
     cp_async_wait<0>();  // no copy in flight when the block exits
 
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int r = m0 + wm + (i / 4) * LM * 4 + lm + i % 4;
+    for (int i = 0; i < kTM; ++i) {
+        const int r = m0 + wm + (i / 4) * kLM * 4 + lm + i % 4;
         if (r >= M) continue;
 #pragma unroll
-        for (int j = 0; j < TN / 4; ++j)
-            store4(C + size_t(r) * N, n0 + wn + j * LN * 4 + ln, N, vecC,
+        for (int j = 0; j < kTN / 4; ++j)
+            store4(C + size_t(r) * N, n0 + wn + j * kLN * 4 + ln, N, vecC,
                    make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
     }
 }
@@ -203,24 +203,24 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
 template <class Cfg>
 inline void launch(const Gemm& g) {
     static const bool opted_in = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
-        CUDA_CHECK(cudaFuncSetAttribute(sgemmWarpTiled<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute(sgemmWarpTiled<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
         return true;
     }();
     (void)opted_in;
-    sgemmWarpTiled<Cfg><<<dim3(blocks(g.N, Cfg::BN), blocks(g.M, Cfg::BM)), Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+    sgemmWarpTiled<Cfg><<<dim3(blocks(g.N, Cfg::kBN), blocks(g.M, Cfg::kBM)), Cfg::kThreads, Cfg::kSmemBytes>>>(
         g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
 // The default rung 7, the fastest of the --sweep table at 4096^3 on an H200 (README.md):
-// BM, BN, BK, WM, WN, TM, TN, STAGES, MIN_BLOCKS.
+// kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>;
 
 template <class Cfg>
 std::string tiles_text() {  // "BMxBNxBK wWMxWN tTMxTN sSTAGES", as in the sweep table
-    return std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + " w" +
-           std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + " t" + std::to_string(Cfg::TM) + "x" +
-           std::to_string(Cfg::TN) + " s" + std::to_string(Cfg::STAGES);
+    return std::to_string(Cfg::kBM) + "x" + std::to_string(Cfg::kBN) + "x" + std::to_string(Cfg::kBK) + " w" +
+           std::to_string(Cfg::kWM) + "x" + std::to_string(Cfg::kWN) + " t" + std::to_string(Cfg::kTM) + "x" +
+           std::to_string(Cfg::kTN) + " s" + std::to_string(Cfg::kStages);
 }
 
 }  // namespace rung7
