@@ -53,10 +53,10 @@ TEST_CASE("graphs: coefficients are exact floats, a slow contraction", "[graphs]
 }
 
 TEST_CASE("graphs: stencil point, known answers", "[graphs]") {
-    CHECK(verify::stencil_point(1.0f, 2.0f, 3.0f) == 2.0f);   // 0.25 + 1 + 0.75
+    CHECK(verify::stencil_point(1.0f, 2.0f, 3.0f) == 2.0f);  // 0.25 + 1 + 0.75
     CHECK(verify::stencil_point(4.0f, 0.0f, 0.0f) == 1.0f);
     CHECK(verify::stencil_point(0.0f, 0.0f, 4.0f) == 1.0f);
-    CHECK(verify::stencil_point(0.5f, 0.5f, 0.5f) == 0.5f);   // a constant stays constant
+    CHECK(verify::stencil_point(0.5f, 0.5f, 0.5f) == 0.5f);  // a constant stays constant
     CHECK(verify::affine_point(2.0f, {0.5f, 1.0f}) == 2.0f);
 }
 

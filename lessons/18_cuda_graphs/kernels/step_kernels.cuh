@@ -22,8 +22,8 @@ constexpr int kThreads = 256;
 
 // Kernel 0 of a step: x[i] = w2 prev[i+1] + (w1 prev[i] + w0 prev[i-1]), periodic in [0, n).
 // It reads the snapshot prev, never x: the neighbours it needs are not overwritten under it.
-__global__ void stencil3(const float* __restrict__ prev, float* __restrict__ x, size_t n, size_t first,
-                         size_t count, float w0, float w1, float w2) {
+__global__ void stencil3(const float* __restrict__ prev, float* __restrict__ x, size_t n, size_t first, size_t count,
+                         float w0, float w1, float w2) {
     const size_t k = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (k >= count) return;
     const size_t i = first + k;

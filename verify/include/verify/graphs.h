@@ -43,7 +43,7 @@ inline Affine step_affine(int j) {
 
 // Kernel 0 on one element, given its left, centre and right neighbours in prev.
 inline float stencil_point(float left, float centre, float right) {
-    float t = kStencilW0 * left;          // __fmul_rn(w0, left) on the GPU
+    float t = kStencilW0 * left;           // __fmul_rn(w0, left) on the GPU
     t = std::fmaf(kStencilW1, centre, t);  // __fmaf_rn(w1, centre, t)
     return std::fmaf(kStencilW2, right, t);
 }
