@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/test.sh [--perf] - configure, build and run CTest, from a fresh clone.
+# scripts/test.sh [--perf] [--exercises] - configure, build and run CTest, from a fresh clone.
 # No GPU needed: CPU tests run, lesson runs report SKIP (exit 77), bad-input
 # runs check exit 2, the handouts are rendered and checked. Installs Catch2
 # (and pandoc, weasyprint, poppler-utils for the handouts) with apt-get when
@@ -7,12 +7,16 @@
 # The performance tests (label perf: each lesson at its default size against its
 # benchmark targets) depend on the machine as much as on the code, so they run
 # only with --perf (or `ctest -L perf`, or `scripts/run_all.sh --check-targets`).
+# The exercise grader's own GPU test (label exercise: every exercise's unsolved copy,
+# planted wrong answer and reference solution, docs/teaching.md) runs with --exercises.
 set -euo pipefail
 PERF=0
+EXERCISES=0
 for arg in "$@"; do
   case "$arg" in
     --perf) PERF=1 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --exercises) EXERCISES=1 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -35,6 +39,9 @@ command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" --parallel "$(nproc)"
 cd "$BUILD"
-select=(-LE perf)
-[ "$PERF" = 1 ] && select=()
+labels=()
+[ "$PERF" = 1 ] || labels+=(perf)
+[ "$EXERCISES" = 1 ] || labels+=(exercise)
+select=()
+[ ${#labels[@]} -gt 0 ] && select=(-LE "^($(IFS='|'; echo "${labels[*]}"))$")
 ctest --output-on-failure --parallel "$(nproc)" --timeout 300 "${select[@]}"

@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""scripts/exercise.py - exercises that grade themselves (called by scripts/exercise.sh).
+
+The lessons are the reference solutions. The code a learner writes is marked in a
+lesson's sources:
+
+    // EXERCISE 1 BEGIN: <the task, one line>
+    // HINT: <a hint, kept in the learner's copy>          (any number, optional)
+    // STUB: <code the learner's copy needs to compile>    (any number, optional)
+        ... the reference solution ...
+    // EXERCISE 1 END
+
+K is the number of the exercise in the handout's Exercises section (a lesson marks
+1 to 3 of its exercises; the others are questions to explore, not code to write).
+An exercise may have several regions (a kernel and its launch, say), in one file or
+in several files of the lesson; all regions of exercise K are replaced together.
+An unsolved copy must still build and must FAIL its check: a kernel body left empty
+leaves the poisoned output in place; a host step that returns a value gets a STUB.
+
+  exercise.py lint [LESSON ...]          markers well formed (all lessons by default)
+  exercise.py start LESSON [K] [--planted] [--force] [--out=DIR]
+                                          write the learner's copy (exercises/NN_name/)
+  exercise.py check LESSON [--solution | --exe=BINARY] [--json=FILE] [--no-sanitize] [--no-speed] [--runs=R]
+                                          build, verify at every size, sanitize, grade speed
+                                          (R runs each of yours and the reference's, alternating;
+                                          default 3, or 2 where one run takes over 3 s)
+  exercise.py report DIR                  one table from a folder of check JSON files
+  exercise.py list                        every exercise of the course, one line each
+
+LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
+Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
+2 bad usage or malformed markers, 77 no GPU (check).
+"""
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LESSONS = os.path.join(ROOT, "lessons")
+SOURCES = (".cu", ".cuh", ".h", ".cpp")
+BEGIN = re.compile(r"^(\s*)//\s*EXERCISE\s+(\S+)\s+BEGIN(?::\s*(.*))?$")
+END = re.compile(r"^\s*//\s*EXERCISE\s+(\S+)\s+END\s*$")
+ANY = re.compile(r"//\s*EXERCISE\b")
+HINT = re.compile(r"^\s*//\s*HINT:\s?(.*)$")
+STUB = re.compile(r"^\s*//\s*STUB:\s?(.*)$")
+# Speed bands: the learner's rate as a fraction of the reference solution's, same run.
+BANDS = [("A", 0.90), ("B", 0.75), ("C", 0.50), ("D", 0.0)]
+MAX_SPREAD = 0.10      # (max - min) / median of the runs' rates: above it, timing is noise
+MAX_CLOCK_DROP = 0.10  # SM clock at the end below 90% of the start: the GPU throttled
+
+
+def die(msg, code=2):
+    if code == 2:
+        print("RESULT: ERROR (%s)" % msg)  # the lessons' convention for bad input
+    print("exercise: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def lesson_dirs():
+    return sorted(d for d in os.listdir(LESSONS) if re.match(r"^\d\d_", d) and os.path.isdir(os.path.join(LESSONS, d)))
+
+
+def find_lesson(arg):
+    names = lesson_dirs()
+    if arg in names:
+        return arg
+    if re.fullmatch(r"\d{1,2}", arg):
+        hit = [d for d in names if d.startswith("%02d_" % int(arg))]
+        if hit:
+            return hit[0]
+    die("no lesson '%s'; lessons: %s" % (arg, " ".join(d[:2] for d in names)))
+
+
+def source_files(folder):
+    out = []
+    for base, _, files in os.walk(folder):
+        for f in sorted(files):
+            if f.endswith(SOURCES):
+                out.append(os.path.join(base, f))
+    return sorted(out)
+
+
+class Region:
+    def __init__(self, path, k, task, begin, end, indent, hints, stubs):
+        self.path, self.k, self.task, self.begin, self.end = path, k, task, begin, end
+        self.indent, self.hints, self.stubs = indent, hints, stubs
+
+
+def parse(path):
+    """Regions of one file, or raises ValueError naming the line of a malformed marker."""
+    regions, open_ = [], None
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    rel = os.path.relpath(path, ROOT)
+    for i, line in enumerate(lines):
+        b, e = BEGIN.match(line), END.match(line)
+        if b:
+            if open_:
+                raise ValueError("%s:%d: EXERCISE %s BEGIN inside exercise %s (line %d): regions do not nest"
+                                 % (rel, i + 1, b.group(2), open_[0], open_[1] + 1))
+            if not re.fullmatch(r"[1-9]\d*", b.group(2)):
+                raise ValueError("%s:%d: exercise number '%s' is not a positive integer" % (rel, i + 1, b.group(2)))
+            if not (b.group(3) or "").strip():
+                raise ValueError("%s:%d: EXERCISE %s BEGIN has no task (write '// EXERCISE %s BEGIN: <task>')"
+                                 % (rel, i + 1, b.group(2), b.group(2)))
+            open_ = (int(b.group(2)), i, b.group(3).strip(), b.group(1))
+        elif e:
+            if not open_:
+                raise ValueError("%s:%d: EXERCISE %s END without a BEGIN" % (rel, i + 1, e.group(1)))
+            if e.group(1) != str(open_[0]):
+                raise ValueError("%s:%d: EXERCISE %s END closes exercise %s (line %d)"
+                                 % (rel, i + 1, e.group(1), open_[0], open_[1] + 1))
+            body = lines[open_[1] + 1:i]
+            hints = [HINT.match(x).group(1) for x in body if HINT.match(x)]
+            stubs = [STUB.match(x).group(1) for x in body if STUB.match(x)]
+            regions.append(Region(path, open_[0], open_[2], open_[1], i, open_[3], hints, stubs))
+            open_ = None
+        elif ANY.search(line):
+            raise ValueError("%s:%d: malformed exercise marker (use '// EXERCISE K BEGIN: <task>' and "
+                             "'// EXERCISE K END'): %s" % (rel, i + 1, line.strip()))
+    if open_:
+        raise ValueError("%s:%d: EXERCISE %d BEGIN is never closed" % (rel, open_[1] + 1, open_[0]))
+    return regions
+
+
+def lesson_regions(lesson):
+    regions = []
+    for p in source_files(os.path.join(LESSONS, lesson)):
+        regions += parse(p)
+    return regions
+
+
+def handout_exercises(lesson):
+    """The numbered items of the handout's Exercises section."""
+    path = os.path.join(LESSONS, lesson, "README.md")
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError:
+        return []
+    m = re.search(r"^##\s+Exercises\s*$(.*?)(?=^##\s|\Z)", text, re.M | re.S)
+    if not m:
+        return []
+    return [int(n) for n in re.findall(r"^(\d+)\.\s", m.group(1), re.M)]
+
+
+def lint(lessons):
+    problems, count = [], 0
+    for lesson in lessons:
+        try:
+            regions = lesson_regions(lesson)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        ks = sorted({r.k for r in regions})
+        count += len(ks)
+        if len(ks) > 3:
+            problems.append("%s: %d marked exercises (%s); a lesson marks 1 to 3" % (lesson, len(ks), ks))
+        items = handout_exercises(lesson)
+        for k in ks:
+            if k not in items:
+                problems.append("%s: exercise %d is marked in the sources, but the handout's Exercises section "
+                                "has no item %d" % (lesson, k, k))
+    for p in problems:
+        print("exercise lint: " + p)
+    if problems:
+        sys.exit(2)
+    print("exercise lint: %d lesson(s), %d exercise(s), markers well formed" % (len(lessons), count))
+
+
+def starter_text(path, regions, only, planted):
+    """The file with the chosen regions replaced by a TODO (or by the planted wrong answer)."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out, i = [], 0
+    mine = {r.begin: r for r in regions if r.path == path and (only is None or r.k == only)}
+    while i < len(lines):
+        r = mine.get(i)
+        if not r:
+            out.append(lines[i])
+            i += 1
+            continue
+        body = lines[r.begin + 1:r.end]
+        code = [x for x in body if x.strip() and not HINT.match(x) and not STUB.match(x)]
+        ind = re.match(r"^(\s*)", code[0]).group(1) if code else r.indent
+        if planted is not None:
+            out.append("%s// EXERCISE %d (planted wrong answer, for the grader's own tests)" % (ind, r.k))
+            out += [ind + x if x.strip() else x for x in planted]
+        else:
+            out.append("%s// TODO (exercise %d): %s" % (ind, r.k, r.task))
+            out += ["%s// Hint: %s" % (ind, h) for h in r.hints]
+            out += [ind + s for s in r.stubs]
+        i = r.end + 1
+    return "\n".join(out)
+
+
+def planted_answer(lesson, k):
+    """lessons/NN_name/exercises/K.planted: a wrong answer that passes the default size only."""
+    p = os.path.join(LESSONS, lesson, "exercises", "%d.planted" % k)
+    if not os.path.exists(p):
+        die("%s has no planted answer for exercise %d (%s)" % (lesson, k, os.path.relpath(p, ROOT)))
+    return open(p, encoding="utf-8").read().rstrip("\n").split("\n")
+
+
+def start(lesson, k, planted, force, out_root):
+    regions = lesson_regions(lesson)
+    ks = sorted({r.k for r in regions})
+    if not ks:
+        die("%s has no marked exercises" % lesson)
+    if k is not None and k not in ks:
+        die("%s has exercises %s, not %d" % (lesson, ks, k))
+    if planted and k is None:
+        die("--planted needs the exercise number")
+    dest = os.path.join(out_root, lesson)
+    if os.path.exists(dest) and not force:
+        die("%s exists (your work?): check it with 'scripts/exercise.sh check %s', or start again with --force"
+            % (os.path.relpath(dest, ROOT), lesson[:2]))
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    src = os.path.join(LESSONS, lesson)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("exercises", "testdata", "*.svg", "*.pdf"))
+    chosen = [r for r in regions if k is None or r.k == k]
+    for path in sorted({r.path for r in chosen}):
+        text = starter_text(path, chosen, k, planted_answer(lesson, k) if planted else None)
+        with open(os.path.join(dest, os.path.relpath(path, src)), "w", encoding="utf-8") as f:
+            f.write(text)
+    with open(os.path.join(dest, "EXERCISE.md"), "w", encoding="utf-8") as f:
+        f.write("# Exercises of lesson %s\n\nThe handout: lessons/%s/README.md (section Exercises).\n\n" % (lesson, lesson))
+        for kk in ks:
+            if k is None or kk == k:
+                where = sorted({"%s:%d" % (os.path.relpath(r.path, src), r.begin + 1) for r in regions if r.k == kk})
+                task = next(r.task for r in regions if r.k == kk)
+                f.write("%d. %s (TODO in %s)\n" % (kk, task, ", ".join(where)))
+        f.write("\nCheck your work: scripts/exercise.sh check %s\n" % lesson[:2])
+    what = "exercise %d" % k if k is not None else "exercises %s" % ", ".join(map(str, ks))
+    print("exercise: wrote %s (%s%s); edit the TODOs, then: scripts/exercise.sh check %s"
+          % (os.path.relpath(dest, ROOT), what, ", planted wrong answer" if planted else "", lesson[:2]))
+
+
+# ---- check -------------------------------------------------------------------------------
+
+def lesson_cmake_args(lesson):
+    """AWKWARD and GRADE entries of the lesson's add_lesson(...) call."""
+    text = open(os.path.join(LESSONS, lesson, "CMakeLists.txt"), encoding="utf-8").read()
+    m = re.search(r"add_lesson\((.*?)\)\s*$", text, re.S | re.M)
+    tokens = shlex.split(m.group(1), comments=True) if m else []
+    out, key = {"AWKWARD": [], "GRADE": [], "LIBS": [], "BAD_ARGS": []}, None
+    for t in tokens[1:]:
+        if t in out:
+            key = t
+        elif key:
+            out[key].append(t)
+    return out
+
+
+def gpu_state():
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu",
+                            "--format=csv,noheader,nounits", "-i", os.environ.get("LESSON_DEVICE", "0")],
+                           capture_output=True, text=True, timeout=20)
+        name, sm, smax, temp = [x.strip() for x in q.stdout.strip().split("\n")[0].split(",")]
+        return {"gpu": name, "sm_clock_mhz": float(sm), "max_sm_clock_mhz": float(smax), "temperature_c": float(temp)}
+    except Exception:
+        return {}
+
+
+def run(cmd, log, timeout=900):
+    t = time.time()
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    return rc, time.time() - t
+
+
+def result_line(log):
+    lines = [x for x in open(log, errors="replace").read().split("\n") if x.startswith("RESULT:")]
+    return lines[-1] if lines else "no RESULT line (exit code only)"
+
+
+def build(build_dir, target, extra):
+    os.makedirs(build_dir, exist_ok=True)
+    gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")) else []
+    log = os.path.join(build_dir, "exercise-build.log")
+    rc, _ = run(["cmake", "-S", ROOT, "-B", build_dir] + gen + ["-DCMAKE_BUILD_TYPE=Release"] + extra, log)
+    if rc == 0:
+        rc, _ = run(["cmake", "--build", build_dir, "--target", target, "gpu_check", "--parallel"], log)
+    if rc != 0:
+        print(open(log, errors="replace").read()[-4000:])
+    return rc == 0
+
+
+def variant_rate(report, name):
+    for v in report.get("variants", []):
+        if v.get("name") == name:
+            return v
+    return None
+
+
+def grade_band(ratio):
+    for band, low in BANDS:
+        if ratio >= low:
+            return band
+    return "D"
+
+
+def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
+    exe = re.sub(r"^\d\d_", "", lesson)
+    cm = lesson_cmake_args(lesson)
+    ref_build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
+    ref_build = ref_build if os.path.isabs(ref_build) else os.path.join(ROOT, ref_build)
+    ex_root = os.environ.get("EXERCISES_DIR", os.path.join(ROOT, "exercises"))
+    mine_build = os.path.join(ref_build, "exercises")
+    if not solution and not exe_path and not os.path.exists(os.path.join(ex_root, lesson, "main.cu")):
+        die("no learner copy at %s: start one with 'scripts/exercise.sh start %s'"
+            % (os.path.relpath(os.path.join(ex_root, lesson), ROOT), lesson[:2]))
+    t0 = time.time()
+    print("exercise: building the reference solution (%s) and %s" % (
+        ref_build, "nothing else (--solution)" if solution else ("nothing else (--exe)" if exe_path else "your copy (%s)" % mine_build)))
+    if not build(ref_build, exe, []):
+        die("the reference solution did not build", 1)
+    if subprocess.run([os.path.join(ref_build, "bin", "gpu_check")], capture_output=True).returncode == 77:
+        print("exercise: SKIP: no CUDA GPU on this machine (the copy builds; run the check where a GPU is)")
+        sys.exit(77)
+    ref_exe = os.path.join(ref_build, "bin", exe)
+    if solution:
+        mine_exe = ref_exe
+    elif exe_path:
+        mine_exe = os.path.abspath(exe_path)
+    else:
+        if not build(mine_build, exe, ["-DLESSON_EXERCISES_DIR=" + os.path.abspath(ex_root)]):
+            print("exercise: FAIL: your copy does not build (the compiler's messages are above)")
+            write_report(json_path, {"lesson": lesson, "result": "FAIL", "why": "does not build"})
+            sys.exit(1)
+        mine_exe = os.path.join(mine_build, "bin", exe)
+    logs = os.path.join(ref_build, "exercise-logs", lesson)
+    os.makedirs(logs, exist_ok=True)
+    rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+    # 1. Correctness: the lesson's own verification, at the default size and the awkward ones.
+    sizes = [[]] + [shlex.split(a) for a in cm["AWKWARD"]]
+    ok = True
+    for i, args in enumerate(sizes):
+        log = os.path.join(logs, "size%d.log" % i)
+        rc, secs = run([mine_exe] + args + ["--repeat=1"] if args else [mine_exe, "--json=" + os.path.join(logs, "default.json")], log)
+        line = result_line(log)
+        passed = rc == 0
+        ok &= passed
+        label = " ".join(args) if args else "default size"
+        rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
+        print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", line if not passed else "%.1f s" % secs))
+        if rc == 77:
+            print("exercise: SKIP: the lesson found no GPU")
+            sys.exit(77)
+
+    # 2. Sanitizers at --quick size.
+    san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if sanitize:
+        for tool in ("memcheck", "racecheck"):
+            log = os.path.join(logs, tool + ".log")
+            rc, _ = run([san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe, "--quick", "--repeat=1"], log)
+            text = open(log, errors="replace").read()
+            m = re.search(r"(ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)", text)
+            clean = rc == 0 and m is not None and (m.group(2) or m.group(3)) == "0"
+            ok &= clean
+            rep["sanitizers"].append({"tool": tool, "clean": clean, "exit": rc, "summary": m.group(0) if m else "none"})
+            print("  compute-sanitizer %-10s %s" % (tool + ":", "clean" if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
+
+    rep["result"] = "PASS" if ok else "FAIL"
+    if ok and not speed:
+        print("exercise: PASS (correct at every size%s; no speed grade asked for)" % (", sanitizers clean" if sanitize else ""))
+        write_report(json_path, rep)
+        sys.exit(0)
+    if not ok:
+        print("exercise: FAIL: fix correctness first; no speed grade for a wrong answer")
+        rep["grade"] = None
+        write_report(json_path, rep)
+        sys.exit(1)
+
+    # 3. Speed: the graded variants of your build and of the reference, alternating, same run.
+    # GRADE "K=variant name" entries name the variant each exercise writes; without them the
+    # lesson's key result is graded. Your default-size run above is the first of your runs.
+    graded = sorted({g.split("=", 1)[1] for g in cm["GRADE"]}) or ["key result"]
+    if runs is None:
+        runs = 3 if rep["checks"][0]["seconds"] <= 3 else 2
+    before = gpu_state()
+    rates = {"mine": {}, "ref": {}}
+    bound_fraction = {}
+
+    def take(who, js):
+        report = json.load(open(js))
+        for name in graded:
+            if name == "key result":
+                f = report["key_result"].get("fraction")
+                v = {"rate": f, "fraction": f}
+            else:
+                v = variant_rate(report, name)
+            if v is None or v.get("rate") is None:
+                die("the lesson's JSON has no rate for '%s' (GRADE in lessons/%s/CMakeLists.txt)" % (name, lesson))
+            rates[who].setdefault(name, []).append(v["rate"])
+            if who == "mine" and v.get("fraction") is not None:
+                bound_fraction.setdefault(name, []).append(v["fraction"])
+
+    take("mine", os.path.join(logs, "default.json"))
+    for r in range(runs):
+        for who, path in (("ref", ref_exe), ("mine", mine_exe)):
+            if who == "mine" and r == 0:
+                continue  # the correctness run
+            js = os.path.join(logs, "speed-%s-%d.json" % (who, r))
+            rc, _ = run([path, "--json=" + js], os.path.join(logs, "speed-%s-%d.log" % (who, r)))
+            if rc != 0:
+                die("the %s run for timing failed (exit %d; logs in %s)" % ("reference" if who == "ref" else "your", rc, logs), 1)
+            take(who, js)
+    after = gpu_state()
+    rep["measurement"] = {"before": before, "after": after, "runs": runs,
+                          "how": "each run is the lesson at its default size (median of its --repeat samples); "
+                                 "reference and learner alternate; the grade compares medians over the runs"}
+    refusals = []
+    if before.get("sm_clock_mhz") and after.get("sm_clock_mhz") and \
+            after["sm_clock_mhz"] < (1 - MAX_CLOCK_DROP) * before["sm_clock_mhz"] and before["sm_clock_mhz"] > 0.5 * before.get("max_sm_clock_mhz", 0):
+        refusals.append("the SM clock dropped from %.0f to %.0f MHz during the runs (throttling)" % (before["sm_clock_mhz"], after["sm_clock_mhz"]))
+    grades = []
+    for name in rates["mine"]:
+        mine, ref = rates["mine"][name], rates["ref"][name]
+        spread = max((max(x) - min(x)) / statistics.median(x) if statistics.median(x) else 0 for x in (mine, ref))
+        ratio = statistics.median(mine) / statistics.median(ref)
+        entry = {"variant": name, "rate": statistics.median(mine), "reference_rate": statistics.median(ref),
+                 "of_reference": ratio, "spread": spread,
+                 "of_bound": statistics.median(bound_fraction[name]) if bound_fraction.get(name) else None}
+        if runs > 1 and spread > MAX_SPREAD:
+            refusals.append("'%s' varied by %.0f%% between runs (more than %.0f%%)" % (name, 100 * spread, 100 * MAX_SPREAD))
+        grades.append(entry)
+    rep["speed"] = grades
+    if refusals:
+        rep["grade"] = None
+        rep["refused"] = refusals
+        print("exercise: PASS, but no speed grade: " + "; ".join(refusals) + ". Run the check again on an idle GPU.")
+    else:
+        worst = min(g["of_reference"] for g in grades)
+        rep["grade"] = grade_band(worst)
+        for g in grades:
+            print("  speed, %-40s %10.4g vs reference %10.4g: %.2fx%s" % (g["variant"][:40], g["rate"], g["reference_rate"], g["of_reference"],
+                  ", %.1f%% of its bound" % (100 * g["of_bound"]) if g["of_bound"] is not None else ""))
+        print("  grade bands (of the reference, same run): " + ", ".join("%s >= %.2f" % b for b in BANDS[:-1]) + ", D below")
+        print("exercise: PASS, grade %s (%.2fx the reference solution; %d run(s) each, spread %.1f%%; GPU %s, SM clock %s -> %s MHz, %s -> %s C)"
+              % (rep["grade"], worst, runs, 100 * max(g["spread"] for g in grades), before.get("gpu", "?"),
+                 before.get("sm_clock_mhz", "?"), after.get("sm_clock_mhz", "?"), before.get("temperature_c", "?"), after.get("temperature_c", "?")))
+    rep["seconds"] = round(time.time() - t0, 1)
+    write_report(json_path, rep)
+    sys.exit(0)
+
+
+def write_report(path, rep):
+    if path:
+        with open(path, "w") as f:
+            json.dump(rep, f, indent=1)
+
+
+def report_table(folder):
+    files = sorted(glob.glob(os.path.join(folder, "*.json")))
+    if not files:
+        die("no JSON files in %s" % folder)
+    print("| file | lesson | correct (sizes) | sanitizers | grade | of reference | of bound |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for p in files:
+        try:
+            r = json.load(open(p))
+        except (OSError, ValueError) as e:
+            die("cannot read %s: %s" % (p, e))
+        checks = r.get("checks", [])
+        sizes = "%d/%d" % (sum(c["pass"] for c in checks), len(checks)) if checks else r.get("why", "-")
+        san = "clean" if r.get("sanitizers") and all(s["clean"] for s in r["sanitizers"]) else ("-" if not r.get("sanitizers") else "errors")
+        speed = r.get("speed") or []
+        ofref = min((g["of_reference"] for g in speed), default=None)
+        ofb = [g["of_bound"] for g in speed if g.get("of_bound") is not None]
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            os.path.basename(p), r.get("lesson", "?"), sizes, san,
+            r.get("grade") or ("refused: " + "; ".join(r["refused"]) if r.get("refused") else "-"),
+            "%.2fx" % ofref if ofref is not None else "-", "%.1f%%" % (100 * min(ofb)) if ofb else "-"))
+
+
+def list_all():
+    for lesson in lesson_dirs():
+        try:
+            regions = lesson_regions(lesson)
+        except ValueError as e:
+            die(str(e))
+        seen = set()
+        for r in regions:
+            if r.k not in seen:
+                seen.add(r.k)
+                print("%s %d: %s" % (lesson, r.k, r.task))
+
+
+def main(argv):
+    if not argv:
+        die("no command; commands: start, check, report, lint, list (see --help)")
+    if argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        sys.exit(0)
+    cmd, rest = argv[0], argv[1:]
+    flags = {a.split("=", 1)[0]: (a.split("=", 1)[1] if "=" in a else True) for a in rest if a.startswith("--")}
+    pos = [a for a in rest if not a.startswith("--")]
+    allowed = {"lint": set(), "list": set(), "report": set(), "start": {"--planted", "--force", "--out"},
+               "check": {"--solution", "--json", "--no-sanitize", "--runs", "--exe", "--no-speed"}}
+    if cmd not in allowed:
+        die("unknown command '%s'; commands: start, check, report, lint, list (see --help)" % cmd)
+    for f in flags:
+        if f not in allowed[cmd]:
+            die("%s does not take %s" % (cmd, f))
+    if cmd == "lint":
+        lint([find_lesson(a) for a in pos] if pos else lesson_dirs())
+    elif cmd == "list":
+        if pos:
+            die("list takes no arguments")
+        list_all()
+    elif cmd == "report":
+        if len(pos) != 1 or not os.path.isdir(pos[0]):
+            die("usage: report DIR (a folder of check --json files)")
+        report_table(pos[0])
+    elif cmd == "start":
+        if len(pos) not in (1, 2):
+            die("usage: start LESSON [K] [--planted] [--force] [--out=DIR]")
+        lesson = find_lesson(pos[0])
+        if len(pos) == 2 and not re.fullmatch(r"[1-9]\d*", pos[1]):
+            die("exercise number '%s' is not a positive integer" % pos[1])
+        k = int(pos[1]) if len(pos) == 2 else None
+        out = flags.get("--out", os.environ.get("EXERCISES_DIR", os.path.join(ROOT, "exercises")))
+        if out is True or not out:
+            die("--out needs a folder")
+        lint([lesson])
+        start(lesson, k, bool(flags.get("--planted")), bool(flags.get("--force")), os.path.abspath(out))
+    elif cmd == "check":
+        if len(pos) != 1:
+            die("usage: check LESSON [--solution] [--json=FILE] [--no-sanitize] [--runs=R]")
+        lesson = find_lesson(pos[0])
+        runs = flags.get("--runs")
+        if runs is not None and (runs is True or not re.fullmatch(r"[1-9]", str(runs))):
+            die("--runs takes 1..9")
+        jp = flags.get("--json")
+        if jp is True or jp == "":
+            die("--json needs a file name")
+        if jp and not os.path.isdir(os.path.dirname(os.path.abspath(jp))):
+            die("--json=%s: no such folder" % jp)
+        exe = flags.get("--exe")
+        if exe is True or (exe and not os.access(exe, os.X_OK)):
+            die("--exe=%s: not an executable file" % exe)
+        if exe and flags.get("--solution"):
+            die("--exe and --solution do not combine")
+        check(lesson, bool(flags.get("--solution")), jp, not flags.get("--no-sanitize"), int(runs) if runs else None,
+              exe, not flags.get("--no-speed"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

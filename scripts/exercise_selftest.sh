@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/exercise_selftest.sh BUILD - the grader, graded (CTest exercise_grader, label exercise,
+# GPU only; scripts/test.sh --exercises). For every exercise marked in the lessons:
+#   1. the unsolved copy (scripts/exercise.sh start NN K) builds and FAILs its check;
+#   2. the planted wrong answer (lessons/NN_name/exercises/K.planted) PASSes the default size
+#      but is caught: it FAILs an awkward size or a sanitizer;
+#   3. the reference solution (check --solution) PASSes with grade A.
+# BUILD is the configured build folder (its bin/ holds the reference solutions).
+# Exit: 0 all as expected, 1 otherwise, 77 no GPU.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+B=$(cd "${1:?usage: exercise_selftest.sh BUILD}" && pwd) || exit 2
+EX="python3 $ROOT/scripts/exercise.py"
+export BUILD_DIR="$B"
+cmake --build "$B" --target gpu_check >/dev/null 2>&1
+"$B/bin/gpu_check" >/dev/null 2>&1; [ $? = 77 ] && { echo "SKIP: no CUDA GPU"; exit 77; }
+arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$B/CMakeCache.txt")
+W="$B/grader"; rm -rf "$W"; mkdir -p "$W"
+mapfile -t pairs < <($EX list | awk '{sub(":", "", $2); print $1, $2}')
+[ ${#pairs[@]} -gt 0 ] || { echo "no marked exercise"; exit 1; }
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# Build every copy of one kind (unsolved or planted) of exercise K of every lesson in one build.
+build_kind() {  # kind K -> sets the folder $W/build-kind-K
+  local kind=$1 k=$2 targets=() flag=""
+  [ "$kind" = planted ] && flag=--planted
+  for p in "${pairs[@]}"; do
+    set -- $p
+    [ "$2" = "$k" ] || continue
+    $EX start "$1" "$k" $flag --out="$W/src-$kind-$k" --force >/dev/null || { bad "$1 exercise $k: start $flag"; continue; }
+    targets+=("${1#[0-9][0-9]_}")
+  done
+  [ ${#targets[@]} -gt 0 ] || return 0
+  cmake -S "$ROOT" -B "$W/build-$kind-$k" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+    -DLESSON_EXERCISES_DIR="$W/src-$kind-$k" >"$W/configure-$kind-$k.log" 2>&1 || { bad "configure $kind $k"; return; }
+  cmake --build "$W/build-$kind-$k" --parallel "$(nproc)" --target "${targets[@]}" >"$W/build-$kind-$k.log" 2>&1 ||
+    bad "build of the $kind copies of exercise $k (log $W/build-$kind-$k.log)"
+}
+for k in $(printf '%s\n' "${pairs[@]}" | awk '{print $2}' | sort -u); do
+  build_kind unsolved "$k"
+  build_kind planted "$k"
+done
+
+for p in "${pairs[@]}"; do
+  set -- $p; lesson=$1; k=$2; exe=${lesson#[0-9][0-9]_}
+  # 1. Unsolved: must FAIL (exit 1), never PASS.
+  $EX check "$lesson" --exe="$W/build-unsolved-$k/bin/$exe" --no-sanitize --no-speed >"$W/$lesson-$k-unsolved.log" 2>&1
+  rc=$?
+  [ $rc = 1 ] && echo "ok: $lesson exercise $k: the unsolved copy FAILs" || bad "$lesson exercise $k: unsolved copy exit $rc, expected 1 (log $W/$lesson-$k-unsolved.log)"
+  # 2. Planted: PASS at the default size, caught elsewhere.
+  $EX check "$lesson" --exe="$W/build-planted-$k/bin/$exe" --no-speed --json="$W/$lesson-$k-planted.json" >"$W/$lesson-$k-planted.log" 2>&1
+  rc=$?
+  caught=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); c=r.get('checks',[]); print('yes' if c and c[0]['pass'] and (not all(x['pass'] for x in c) or not all(s['clean'] for s in r.get('sanitizers',[]))) else 'no')" "$W/$lesson-$k-planted.json" 2>/dev/null || echo no)
+  [ $rc = 1 ] && [ "$caught" = yes ] && echo "ok: $lesson exercise $k: the planted answer passes the default size and is caught" ||
+    bad "$lesson exercise $k: planted answer exit $rc, caught only past the default size: $caught (log $W/$lesson-$k-planted.log)"
+done
+# 3. Each lesson's reference solution: PASS, grade A.
+for lesson in $(printf '%s\n' "${pairs[@]}" | awk '{print $1}' | sort -u); do
+  $EX check "$lesson" --solution --json="$W/$lesson-solution.json" >"$W/$lesson-solution.log" 2>&1
+  rc=$?
+  grade=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('grade'))" "$W/$lesson-solution.json" 2>/dev/null)
+  secs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('seconds'))" "$W/$lesson-solution.json" 2>/dev/null)
+  [ $rc = 0 ] && [ "$grade" = A ] && echo "ok: $lesson reference solution PASS, grade A (${secs} s)" ||
+    bad "$lesson reference solution: exit $rc, grade $grade (log $W/$lesson-solution.log)"
+done
+$EX report "$W" > "$W/report.md" 2>/dev/null && cat "$W/report.md"
+[ $fails = 0 ] && echo "exercise_selftest: all as expected" || echo "exercise_selftest: $fails unexpected result(s)"
+[ $fails = 0 ]

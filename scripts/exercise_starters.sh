@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# scripts/exercise_starters.sh OUT [ARCH] - every lesson's learner copy (all of its marked
+# exercises replaced by TODOs) is written with scripts/exercise.sh start and must build:
+# an unsolved exercise compiles and fails its check, it never fails to build (CTest
+# exercise_starters; OUT is a scratch folder, ARCH one CUDA architecture, default 90).
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT=${1:?usage: exercise_starters.sh OUT [ARCH]}
+ARCH=${2:-90}
+rm -rf "$OUT" && mkdir -p "$OUT/src" || exit 2
+targets=()
+while read -r lesson; do
+  python3 "$ROOT/scripts/exercise.py" start "$lesson" --out="$OUT/src" --force >/dev/null || exit 1
+  targets+=("${lesson#[0-9][0-9]_}")
+done < <(python3 "$ROOT/scripts/exercise.py" list | cut -d' ' -f1 | uniq)
+[ ${#targets[@]} -gt 0 ] || { echo "exercise_starters: no lesson marks an exercise"; exit 1; }
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S "$ROOT" -B "$OUT/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+  -DLESSON_EXERCISES_DIR="$OUT/src" >"$OUT/configure.log" 2>&1 || { cat "$OUT/configure.log"; exit 1; }
+if ! cmake --build "$OUT/build" --parallel "$(nproc)" --target "${targets[@]}" >"$OUT/build.log" 2>&1; then
+  grep -E "error|Error" "$OUT/build.log" | head -40
+  echo "exercise_starters: a learner's copy does not build (log: $OUT/build.log)"; exit 1
+fi
+echo "exercise_starters: ${#targets[@]} learner copies built: ${targets[*]}"
