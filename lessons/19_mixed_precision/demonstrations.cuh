@@ -214,7 +214,9 @@ inline void demo_long_sums(lesson::Report& report, uint64_t seed) {
     const struct {
         demo::Acc acc;
         const verify::FloatFormat* fmt;
-    } accs[] = {{demo::Acc::Fp32, &verify::kFp32}, {demo::Acc::Fp16, &verify::kFp16}, {demo::Acc::Bf16, &verify::kBf16}};
+    } accs[] = {{demo::Acc::Fp32, &verify::kFp32},
+                {demo::Acc::Fp16, &verify::kFp16},
+                {demo::Acc::Bf16, &verify::kBf16}};
     for (const auto& a : accs) {
         CUDA_CHECK(cudaMemset(d_sum, 0xFF, sizeof(float)));
         demo::sum_in_order(d_x, n, a.acc, d_sum);

@@ -311,8 +311,10 @@ int main(int argc, char** argv) {
                 512);
     cli.add_int("n", &n, 16, 32768, "columns of C, rows of Bt", 512);
     cli.add_int("k", &k, 16, 32768, "the summed dimension: columns of A and Bt", 512);
-    cli.add_int("check-rows", &check_rows, 1, 1024, "rows of C checked against the double CPU reference (one per band)");
-    cli.add_string("precision", &only, "run only this precision: fp32, tf32, bf16, fp16, fp16acc16 or fp8 (none: all of them)");
+    cli.add_int("check-rows", &check_rows, 1, 1024,
+                "rows of C checked against the double CPU reference (one per band)");
+    cli.add_string("precision", &only,
+                   "run only this precision: fp32, tf32, bf16, fp16, fp16acc16 or fp8 (none: all of them)");
     cli.parse_or_exit(argc, argv);
     const std::pair<const char*, int64_t> dims[] = {{"m", m}, {"n", n}, {"k", k}};
     for (const auto& [flag, v] : dims)
@@ -638,6 +640,7 @@ int main(int argc, char** argv) {
                       big_shape.c_str());
         report.key_result(key);
     }
-    if (std::isfinite(fp16)) report.target("FP16 (FP32 acc) at " + big_shape + " vs best 16-bit rate", fp16 / best16, 0.90, "x");
+    if (std::isfinite(fp16))
+        report.target("FP16 (FP32 acc) at " + big_shape + " vs best 16-bit rate", fp16 / best16, 0.90, "x");
     return report.finish(opt.json);
 }

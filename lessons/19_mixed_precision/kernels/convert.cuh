@@ -88,8 +88,10 @@ __global__ void floatToE4m3(const float4* __restrict__ in, uint32_t* __restrict_
     const size_t stride = size_t(gridDim.x) * blockDim.x;
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
         const float4 v = in[i];
-        const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v.x * q, v.y * q), __NV_SATFINITE, __NV_E4M3);
-        const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v.z * q, v.w * q), __NV_SATFINITE, __NV_E4M3);
+        const __nv_fp8x2_storage_t lo =
+            __nv_cvt_float2_to_fp8x2(make_float2(v.x * q, v.y * q), __NV_SATFINITE, __NV_E4M3);
+        const __nv_fp8x2_storage_t hi =
+            __nv_cvt_float2_to_fp8x2(make_float2(v.z * q, v.w * q), __NV_SATFINITE, __NV_E4M3);
         out[i] = uint32_t(lo) | uint32_t(hi) << 16;  // .x in the lowest byte: memory order kept
     }
 }
