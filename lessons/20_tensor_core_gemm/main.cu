@@ -1,11 +1,11 @@
 // Lesson 20 of the course - the tensor-core GEMM ladder: from WMMA to wgmma + TMA on Hopper.
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Before: lesson 13 (the FP32 SGEMM ladder, FFMA only). Eight rungs in
+// the tensor cores. Before: lesson 13 (the FP32 SGEMM ladder, FFMA only). Nine rungs in
 // kernels/N_name.cuh, one file each with its launcher, so that a diff of two neighbouring files
 // shows one idea: WMMA (1-2), mma.sync + ldmatrix + cp.async (3), and on Hopper (sm_90a only)
 // wgmma fed by TMA (4), two consumer warpgroups (5), a producer warpgroup (6), a cluster with
-// TMA multicast (7), a persistent grid (8). This file is the host side: flags, the rung table,
+// TMA multicast (7), a persistent grid (8), one wgmma group kept in flight (9). This file is the host side: flags, the rung table,
 // the checks against a double-precision CPU reference (1024^3 and two more shapes) and, at
 // every timed size, against cuBLAS (cublasGemmEx, the yardstick) element by element, timing
 // and the report. README.md explains every rung. Next: lesson 21.
@@ -45,6 +45,7 @@
 #include "kernels/6_warp_specialized.cuh"
 #include "kernels/7_cluster_multicast.cuh"
 #include "kernels/8_persistent.cuh"
+#include "kernels/9_wgmma_pipelined.cuh"
 
 // The ladder, one row per rung: name, launcher, what it needs (an sm_80 or an sm_90a image),
 // the multiples M, N and K must be, and its dynamic shared memory per block.
@@ -64,9 +65,8 @@ static const Rung kLadder[] = {
     {"5 128x256, two consumer warpgroups", rung5::launch, Needs::Sm90a, 128, 256, 64, rung5::kSmemBytes},
     {"6 producer warpgroup, setmaxnreg", rung6::launch, Needs::Sm90a, 128, 256, 64, rung6::kSmemBytes},
     {"7 cluster of 2, B multicast", rung7::launch, Needs::Sm90a, 256, 256, 64, rung7::kSmemBytes},
-    // EXERCISE 2 BEGIN: keep one wgmma group in flight (wgmma_wait<1>) and release the stage before it
     {"8 persistent, tile scheduler", rung8::launch, Needs::Sm90a, 256, 256, 64, rung8::kSmemBytes},
-    // EXERCISE 2 END
+    {"9 one wgmma group in flight", rung9::launch, Needs::Sm90a, 256, 256, 64, rung9::kSmemBytes},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     int64_t n = 4096, m = 4096, k = 4096, rung = 0;
     std::string sizes;
     lesson::Cli cli("tensor_core_gemm",
-                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): eight hand-written tensor-core rungs "
+                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): nine hand-written tensor-core rungs "
                     "against cublasGemmEx.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 16, 16384, "columns of B and C (and M, K unless given)", 512);
@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
 
     report.note("output C is fp32 (cuBLAS: CUDA_R_16BF inputs, CUDA_R_32F output, CUBLAS_COMPUTE_32F)");
     report.note("shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-                "stored); rungs 3-8 have no edge code and need the multiples in the rung table (all rungs together: "
+                "stored); rungs 3-9 have no edge code and need the multiples in the rung table (all rungs together: "
                 "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
     report.note("timed shapes compare each rung with cuBLAS's output, every element; cuBLAS is checked against the "
                 "CPU on sampled rows (all rows for small shapes)");

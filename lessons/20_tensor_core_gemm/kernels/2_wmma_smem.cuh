@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 2 of 8: WMMA with shared-memory tiles.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 2 of 9: WMMA with shared-memory tiles.
 //
 // Before: rung 1 loaded every fragment from global memory for one warp's use.
 // Here:   a block of eight warps computes a 128 x 128 tile of C. For each 32-wide step of K

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 3 of 8: mma.sync + ldmatrix + swizzle + cp.async.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 3 of 9: mma.sync + ldmatrix + swizzle + cp.async.
 //
 // Before: rung 2 used WMMA on padded shared-memory tiles, loaded through registers.
 // Here:   the Ampere recipe, written in PTX (kernels/common.cuh):

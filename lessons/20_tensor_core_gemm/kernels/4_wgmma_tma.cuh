@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 4 of 8: wgmma fed by TMA and mbarriers.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 4 of 9: wgmma fed by TMA and mbarriers.
 //
 // Before: rung 3 moved every operand through registers with ldmatrix and issued one warp-wide
 //         mma.sync (m16n8k16) per 16 x 8 piece.

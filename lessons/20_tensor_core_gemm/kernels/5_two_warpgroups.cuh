@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 5 of 8: a 128 x 256 tile, two consumer warpgroups.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 5 of 9: a 128 x 256 tile, two consumer warpgroups.
 //
 // Before: rung 4, one warpgroup on a 64 x 128 tile (m64n128k16).
 // Here:   a 128 x 256 tile of C for two warpgroups (256 threads); warpgroup w computes rows

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 6 of 8: a producer warpgroup, register reallocation.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 6 of 9: a producer warpgroup, register reallocation.
 //
 // Before: rung 5: two warpgroups that compute, thread 0 of them also loading, a __syncthreads
 //         per stage.

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 7 of 8: a cluster of two CTAs, B multicast.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 7 of 9: a cluster of two CTAs, B multicast.
 //
 // Before: rung 6: a producer warpgroup, two consumers, each CTA loading all of its A and B.
 // Here:   thread-block clusters (Hopper): two CTAs that run at the same time on neighbouring

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 8 of 8: a persistent grid and a tile scheduler.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 8 of 9: a persistent grid and a tile scheduler.
 //
 // Before: rung 7: one cluster per 256 x 256 piece of C, as many clusters as pieces.
 // Here:   as many clusters as fit on the GPU at once (cudaOccupancyMaxActiveClusters), each
@@ -10,7 +10,8 @@
 //         of B in L2 instead of streaming all of B (or A) from DRAM.
 // Lacks:  the epilogue still stores fp32 from registers while the tensor cores idle for that
 //         consumer; a deeper design overlaps it (two accumulator sets, or TMA stores).
-// Next:   the end of the ladder; README.md, "Exercises".
+// Next:   rung 9 keeps the tensor cores busy across k-steps
+//         (diff kernels/8_persistent.cuh kernels/9_wgmma_pipelined.cuh).
 // Run:    ./build/bin/tensor_core_gemm --rung=8
 // Shapes: M a multiple of 256, N of 256, K of 64.
 #pragma once
