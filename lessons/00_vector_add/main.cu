@@ -1,11 +1,14 @@
-// Lesson 00 - vector add: the memory-management basics.
+// Lesson 00 of the course (00-23): vector add, the memory-management basics.
+// Before: none, this is the first lesson. Next: lesson 01 (01_matrix_add_single_block).
+// Run: ./build/bin/vector_add [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Vector add: the memory-management basics.
 //
 // Host buffers (h_), device buffers (d_), cudaMalloc, cudaMemcpy in both
 // directions, one kernel launch with one thread per element, CUDA events
 // around that launch, cudaFree. First the original text's 1000-element
 // example, then a vector large enough to measure against the DRAM bound of the
 // add's read/write mix (2 reads : 1 write), measured in the same run.
-// Run: ./vector_add (next: lesson 01, the same add in two dimensions).
 // See README.md.
 #include <cstdio>
 #include <vector>

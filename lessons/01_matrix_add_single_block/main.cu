@@ -1,4 +1,8 @@
-// Lesson 01 - 2D matrix add in one 16x16 block.
+// Lesson 01 of the course (00-23): 2D matrix add in one 16x16 block.
+// Before: lesson 00 (00_vector_add). Next: lesson 02 (02_matrix_add_multi_block).
+// Run: ./build/bin/matrix_add_single_block [--quick]   (--help lists every flag; README.md is the handout)
+//
+// 2D matrix add in one 16x16 block.
 //
 // A 16x16 matrix, one block of 16x16 threads: thread (x, y) adds element
 // (row = y, col = x). threadIdx.x runs along a row, the contiguous direction
@@ -6,7 +10,6 @@
 // addresses (coalescing). The original text maps threadIdx.x to the row; that
 // kernel is here too, for comparison. Lesson 01 of the course: lesson 00 added
 // vectors, lesson 02 covers any N with a grid of blocks.
-// Run: ./matrix_add_single_block. See README.md.
 #include <cstdio>
 #include <vector>
 

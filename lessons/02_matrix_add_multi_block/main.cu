@@ -1,4 +1,8 @@
-// Lesson 02 - 2D matrix add over many 16x16 blocks.
+// Lesson 02 of the course (00-23): 2D matrix add over many 16x16 blocks.
+// Before: lesson 01 (01_matrix_add_single_block). Next: lesson 03 (03_batched_3d_grid).
+// Run: ./build/bin/matrix_add_multi_block [--quick]   (--help lists every flag; README.md is the handout)
+//
+// 2D matrix add over many 16x16 blocks.
 //
 // First the original text's 256x256 matrix over a 16x16 grid of 16x16 blocks,
 // then sizes that are not multiples of 16 (the grid is ceil-divided and the
@@ -6,7 +10,7 @@
 // bandwidth, where the text's thread mapping (threadIdx.x -> row) is timed
 // against ours (threadIdx.x -> column). Lesson 02 of the course: lesson 01 used
 // one block, lesson 03 adds a third grid dimension for a batch.
-// Run: ./matrix_add_multi_block [--n=12000 | --rows=R --cols=C]. See README.md.
+// Run: ./build/bin/matrix_add_multi_block [--n=12000 | --rows=R --cols=C]. See README.md.
 #include <cstdio>
 #include <string>
 #include <vector>

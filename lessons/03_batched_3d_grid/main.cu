@@ -1,4 +1,8 @@
-// Lesson 03 - batched 3D grid: many matrices added in one launch.
+// Lesson 03 of the course (00-23): batched 3D grid, many matrices added in one launch.
+// Before: lesson 02 (02_matrix_add_multi_block). Next: lesson 04 (04_chunked_processing).
+// Run: ./build/bin/batched_3d_grid [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Batched 3D grid: many matrices added in one launch.
 //
 // blockIdx.x / blockIdx.y pick a 16 x 16 tile of a matrix, blockIdx.z picks
 // the matrix. The original text's batch (1000 matrices of 256 x 256) fits the
@@ -8,7 +12,7 @@
 // second run past the z limit (--limit-batch) proves the loop. Lesson 03 of
 // the course: lesson 02 covered one matrix with a 2D grid, lesson 04 processes a
 // data set larger than the GPU in chunks.
-// Run: ./batched_3d_grid [--n=256 --batch=1000]. See README.md.
+// Run: ./build/bin/batched_3d_grid [--n=256 --batch=1000]. See README.md.
 #include <algorithm>
 #include <cstdio>
 #include <iterator>

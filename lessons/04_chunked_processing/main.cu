@@ -1,4 +1,8 @@
-// Lesson 04 - chunked processing: a data set larger than the GPU, one chunk at a time.
+// Lesson 04 of the course (00-23): chunked processing, a data set larger than the GPU.
+// Before: lesson 03 (03_batched_3d_grid). Next: lesson 05 (05_stream_pipeline).
+// Run: ./build/bin/chunked_processing [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Chunked processing: a data set larger than the GPU, one chunk at a time.
 //
 // The original text's problem: 100,000 matrices of 256 x 256 (26 GB per array)
 // added on a GPU that holds one chunk of 1,000 matrices at a time. One set of

@@ -1,4 +1,8 @@
-// Lesson 05 - stream pipeline: the chunked matrix add of lesson 04, with the
+// Lesson 05 of the course (00-23): stream pipeline, copies overlapping kernels.
+// Before: lesson 04 (04_chunked_processing). Next: lesson 06 (06_tiled_matmul).
+// Run: ./build/bin/stream_pipeline [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Stream pipeline: the chunked matrix add of lesson 04, with the
 // copies of one chunk overlapping the copies and kernel of the next.
 //
 // Pinned host memory (cudaMallocHost), cudaMemcpyAsync, one stream and one set
@@ -10,7 +14,7 @@
 // against the PCIe bound measured in the same run. Every element of C is
 // checked against a reference computed from its global index (lesson 04's).
 // Lesson 05 of the course: lesson 04 processed chunks one after another,
-// lesson 06 turns to shared memory. Run: ./stream_pipeline. See README.md.
+// lesson 06 turns to shared memory. See README.md.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>

@@ -1,4 +1,8 @@
-// Lesson 06 - tiled matrix multiplication in shared memory.
+// Lesson 06 of the course (00-23): tiled matrix multiplication in shared memory.
+// Before: lesson 05 (05_stream_pipeline). Next: lesson 07 (07_gaussian_blur).
+// Run: ./build/bin/tiled_matmul [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Tiled matrix multiplication in shared memory.
 //
 // C = A x B for row-major M x K and K x N matrices, four ways side by side and
 // timed the same way: the naive kernel (one thread per element of C, every

@@ -1,4 +1,8 @@
-// Lesson 07 - 3x3 Gaussian blur: a naive kernel, two shared-memory tiled
+// Lesson 07 of the course (00-23): 3x3 Gaussian blur, tiled kernels and a streamed batch.
+// Before: lesson 06 (06_tiled_matmul). Next: lesson 08 (08_cublas_sgemm).
+// Run: ./build/bin/gaussian_blur [--quick]   (--help lists every flag; README.md is the handout)
+//
+// 3x3 Gaussian blur: a naive kernel, two shared-memory tiled
 // kernels, and a batch of images streamed through the GPU in chunks.
 //
 // Part 1 blurs one large image four times, a ladder of four rungs: a naive
@@ -12,7 +16,7 @@
 // host memory, one launch per chunk (blockIdx.z = image) against one launch per
 // image. Border rule everywhere: clamp-to-edge.
 // Lesson 07 of the course: lesson 06 tiled a matrix product in shared memory,
-// lesson 08 calls cuBLAS. Run: ./gaussian_blur. See README.md.
+// lesson 08 calls cuBLAS. See README.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

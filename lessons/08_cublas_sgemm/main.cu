@@ -1,4 +1,8 @@
-// Lesson 08 - cuBLAS SGEMM on row-major matrices.
+// Lesson 08 of the course (00-23): cuBLAS SGEMM on row-major matrices.
+// Before: lesson 07 (07_gaussian_blur). Next: lesson 09 (09_cublas_strided_batched).
+// Run: ./build/bin/cublas_sgemm [--quick]   (--help lists every flag; README.md is the handout)
+//
+// CuBLAS SGEMM on row-major matrices.
 //
 // cuBLAS is column-major; C and C++ arrays are row-major. Handing row-major
 // buffers to cublasSgemm as if they were column-major (the original text's
@@ -7,7 +11,7 @@
 // operands and the dimensions), alpha/beta, one handle for the whole program,
 // and the price and speed of TF32 tensor cores next to plain fp32.
 // Lesson 08 of the course: lesson 07 blurred images with its own kernels,
-// lesson 09 batches many small products. Run: ./cublas_sgemm. See README.md.
+// lesson 09 batches many small products. See README.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,8 @@
-// Lesson 09 - cublasSgemmStridedBatched: many small products, resident and streamed.
+// Lesson 09 of the course (00-23): cublasSgemmStridedBatched, many small products.
+// Before: lesson 08 (08_cublas_sgemm). Next: lesson 10 (10_cublas_cufft_pipeline).
+// Run: ./build/bin/cublas_strided_batched [--quick]   (--help lists every flag; README.md is the handout)
+//
+// CublasSgemmStridedBatched: many small products, resident and streamed.
 //
 // First the whole batch of n x n products sits on the GPU: one strided-batched
 // call against a loop of cublasSgemm calls. Then the original text's chunked
@@ -10,7 +14,7 @@
 // their previous chunk finished, so host memory stays a few chunks. One cuBLAS
 // handle drives all streams, with a workspace of its own for each stream.
 // Lesson 09 of the course: lesson 08 called cublasSgemm once, lesson 10 adds
-// cuFFT. Run: ./cublas_strided_batched. See README.md.
+// cuFFT. See README.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,8 @@
-// Lesson 10 - cuBLAS + cuFFT pipeline: a batch of complex images, each
+// Lesson 10 of the course (00-23): cuBLAS + cuFFT pipeline.
+// Before: lesson 09 (09_cublas_strided_batched). Next: lesson 11 (11_hybrid_fft_filter).
+// Run: ./build/bin/cublas_cufft_pipeline [--quick]   (--help lists every flag; README.md is the handout)
+//
+// CuBLAS + cuFFT pipeline: a batch of complex images, each
 // multiplied by one fixed complex matrix (cublasCgemmStridedBatched, stride 0
 // for the shared matrix), then 2D-transformed (cufftPlanMany, C2C), in chunks
 // spread over streams so that host transfers overlap the library calls.

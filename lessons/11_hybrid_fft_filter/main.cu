@@ -1,4 +1,8 @@
-// Lesson 11 - hybrid FFT filter: custom kernels and cuFFT in one pipeline on
+// Lesson 11 of the course (00-23): hybrid FFT filter, custom kernels and cuFFT on one stream.
+// Before: lesson 10 (10_cublas_cufft_pipeline). Next: lesson 12 (12_transpose).
+// Run: ./build/bin/hybrid_fft_filter [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Hybrid FFT filter: custom kernels and cuFFT in one pipeline on
 // one stream. threshold (kernel) -> forward FFT (R2C) -> low-pass (kernel,
 // with the inverse transform's 1/(n*n) folded in) -> inverse FFT (C2R), on a
 // synthetic image whose content is known: a smooth pattern plus white noise.

@@ -1,4 +1,8 @@
-// Lesson 12 - matrix transpose: an optimization ladder for a memory-bound kernel.
+// Lesson 12 of the course (00-23): matrix transpose, a ladder for a memory-bound kernel.
+// Before: lesson 11 (11_hybrid_fft_filter). Next: lesson 13 (13_matmul_ladder).
+// Run: ./build/bin/transpose [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Matrix transpose: an optimization ladder for a memory-bound kernel.
 //
 // out (cols x rows) = transpose of in (rows x cols), both row-major floats.
 // Every rung sits in this file and is timed the same way, against the DRAM
@@ -16,7 +20,7 @@
 // Every element of every rung is compared with a CPU transpose, exactly
 // (tolerance 0: a transpose only moves values). Lesson 12 of the course:
 // lesson 06 introduced shared memory, lesson 13 applies the ladder to SGEMM.
-// Run: ./transpose [--rows=16384 --cols=16384]. See README.md.
+// Run: ./build/bin/transpose [--rows=16384 --cols=16384]. See README.md.
 #include <cstdio>
 #include <cstring>
 #include <iterator>

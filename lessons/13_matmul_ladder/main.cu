@@ -1,4 +1,8 @@
-// Lesson 13 of the course - the SGEMM ladder: from shared-memory tiles to the rate of cuBLAS.
+// Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to cuBLAS.
+// Before: lesson 12 (12_transpose). Next: lesson 14 (14_reduction).
+// Run: ./build/bin/matmul_ladder [--quick]   (--help lists every flag; README.md is the handout)
+//
+// The SGEMM ladder: from shared-memory tiles to the rate of cuBLAS.
 //
 // C = A * B in fp32, row-major (A is M x K, B is K x N, C is M x N), FFMA only (no tensor
 // cores). Before: lesson 06 (tiled matmul) and lesson 12 (the transpose ladder). The nine

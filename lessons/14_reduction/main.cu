@@ -1,4 +1,8 @@
-// Lesson 14 - reduction: the sum of n floats, a ladder of eight kernels against CUB.
+// Lesson 14 of the course (00-23): reduction, a ladder of eight kernels against CUB.
+// Before: lesson 13 (13_matmul_ladder). Next: lesson 15 (15_scan).
+// Run: ./build/bin/reduction [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Reduction: the sum of n floats, a ladder of eight kernels against CUB.
 //
 // One file per rung in kernels/ (diff two neighbours to see one idea):
 //   1 interleaved      the classic tree in shared memory, tid % (2s): divergent warps

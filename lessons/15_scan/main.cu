@@ -1,4 +1,8 @@
-// Lesson 15 - scan (prefix sum) and stream compaction.
+// Lesson 15 of the course (00-23): scan (prefix sum) and stream compaction.
+// Before: lesson 14 (14_reduction). Next: lesson 16 (16_histogram).
+// Run: ./build/bin/scan [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Scan (prefix sum) and stream compaction.
 //
 // Where it sits: lesson 14 reduced n numbers to one sum; a scan keeps all n
 // running sums, and with them every element can compute where it goes

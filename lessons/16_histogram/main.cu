@@ -1,4 +1,8 @@
-// Lesson 16 - histogram: atomics, privatization and contention.
+// Lesson 16 of the course (00-23): histogram, atomics, privatization and contention.
+// Before: lesson 15 (15_scan). Next: lesson 17 (17_fusion_roofline).
+// Run: ./build/bin/histogram [--quick]   (--help lists every flag; README.md is the handout)
+//
+// Histogram: atomics, privatization and contention.
 //
 // A 256-bin histogram of n bytes (uint8 in, uint32 counts) on two inputs made
 // from the seed: a skewed synthetic image (half of its pixels in one bin) and

@@ -1,4 +1,8 @@
-// Lesson NN - <title>: <one line on what it teaches>.
+// Lesson NN of the course (00-23): <title>.
+// Before: lesson MM (MM_name). Next: lesson PP (PP_name).
+// Run: ./build/bin/lesson_template [--quick]   (--help lists every flag; README.md is the handout)
+//
+// TEMPLATE: <one line on what it teaches>.
 //
 // TEMPLATE: the starting point of a new lesson (docs/adding-a-lesson.md).
 // Copy this folder to lessons/NN_name/ and replace every "TEMPLATE:" part.
@@ -6,8 +10,8 @@
 // against a double-precision CPU reference and timed against the DRAM bound of
 // its read/write mix (1 read : 1 write). CTest builds it as `lesson_template`.
 //
-// TEMPLATE: where this lesson sits in the course (what came before, what comes
-// next) and the command that runs it:
+// TEMPLATE: the header above says where this lesson sits in the course (what
+// came before, what comes next) and the command that runs it; sizes to try:
 // Run: ./build/bin/lesson_template            (n = 2^26 floats)
 //      ./build/bin/lesson_template --quick    (n = 2^20: fits in L2, nothing graded)
 // See README.md.

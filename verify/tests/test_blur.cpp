@@ -1,3 +1,4 @@
+// CPU tests of verify/blur.h: the 3x3 Gaussian blur reference (lesson 07).
 #include <cstdint>
 #include <vector>
 #include "catch_shim.hpp"

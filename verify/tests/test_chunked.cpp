@@ -1,3 +1,4 @@
+// CPU tests of verify/chunked.h and common/launch.h's chunk plan: the data set of lessons 04 and 05.
 #include <cmath>
 #include <cstdint>
 #include <vector>

@@ -1,3 +1,4 @@
+// CPU tests of verify/compare.h: the one comparison (tolerances, NaN, first bad index).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

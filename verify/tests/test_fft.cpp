@@ -1,3 +1,4 @@
+// CPU tests of verify/fft.h: the FFT and complex GEMM references (lessons 10 and 11).
 #include <cmath>
 #include <complex>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// CPU tests of common/flags.h: the flag parser every lesson uses (bad input exits 2).
 #include <cstdint>
 #include <initializer_list>
 #include <string>

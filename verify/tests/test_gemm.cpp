@@ -1,3 +1,4 @@
+// CPU tests of verify/gemm.h: sampled GEMM rows against a double reference (lessons 06, 08, 13).
 #include <cmath>
 #include <cstdint>
 #include <limits>

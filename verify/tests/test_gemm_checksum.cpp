@@ -1,3 +1,4 @@
+// CPU tests of verify/gemm_checksum.h: the O(n^2) checksum of a GEMM (lesson 09).
 #include <cmath>
 #include <cstdint>
 #include <vector>

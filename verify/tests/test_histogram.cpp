@@ -1,3 +1,4 @@
+// CPU tests of verify/histogram.h: the inputs and reference of lesson 16.
 #include <cmath>
 #include <cstdint>
 #include <vector>

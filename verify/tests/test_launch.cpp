@@ -1,3 +1,4 @@
+// CPU tests of common/launch.h: ceil-divided grids, hardware limits, chunk plans.
 #include <cstdint>
 #include "catch_shim.hpp"
 #include "common/launch.h"

@@ -1,3 +1,4 @@
+// CPU tests of the elementwise and matmul references (verify/elementwise.h, verify/matmul.h).
 #include <cmath>
 #include <cstdint>
 #include <string>

@@ -1,3 +1,4 @@
+// CPU tests of common/timeline.h: the SVG Gantt chart of lesson 05.
 #include <cstddef>
 #include <string>
 #include "catch_shim.hpp"

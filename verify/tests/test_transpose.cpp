@@ -1,3 +1,4 @@
+// CPU tests of verify/transpose.h: the transpose reference (lesson 12).
 #include <cstdint>
 #include <vector>
 #include "catch_shim.hpp"

@@ -1,4 +1,5 @@
 // Lesson 13 of the course (the SGEMM ladder), rung 6 of 9: double buffering.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=6   (lesson 13 of the course, 00-23)
 //
 // Before: rung 5 loaded a tile, waited at a barrier, computed it, waited again:
 //         two barriers per k step and the global-load latency exposed each time.

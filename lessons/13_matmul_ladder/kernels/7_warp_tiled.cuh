@@ -1,4 +1,5 @@
 // Lesson 13 of the course (the SGEMM ladder), rung 7 of 9: warp tiles + a cp.async pipeline.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=7   (lesson 13 of the course, 00-23)
 //
 // Before: rung 6 staged its global loads through registers (8 of them per thread,
 //         live during the FMAs), and each thread's 8 x 8 tile spent 4 LDS.128 on

@@ -1,4 +1,5 @@
 // Lesson 13 of the course (the SGEMM ladder), rung 9 of 9: register double buffering.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
 //
 // Before: rung 8 read each k step's fragments right before their FMAs, and ended
 //         every tile at a barrier where no warp had an FMA left to issue.

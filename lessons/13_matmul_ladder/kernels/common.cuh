@@ -1,4 +1,5 @@
 // Lesson 13 of the course (the SGEMM ladder): the few helpers the rungs share.
+// Part of lesson 13 of the course (00-23), 13_matmul_ladder; run: ./build/bin/matmul_ladder
 //
 // Every rung in this folder (kernels/N_name.cuh, N = 1..9) is self-contained on
 // purpose, so that `diff kernels/5_conflict_free.cuh kernels/6_double_buffered.cuh`

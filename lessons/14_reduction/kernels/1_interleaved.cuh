@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 1 of 8: interleaved addressing, a divergent branch.
+// Run this rung alone: ./build/bin/reduction --rung=1   (lesson 14 of the course, 00-23)
 //
 // The classic tree in shared memory: each block loads kThreads values and
 // halves them kLevels times down to one. In step s, the threads whose index is

@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 2 of 8: strided index, no divergence, bank conflicts.
+// Run this rung alone: ./build/bin/reduction --rung=2   (lesson 14 of the course, 00-23)
 //
 // Rung 1's tree with the work given to threads 0, 1, 2, ...: thread t adds the
 // pair at index 2 s t. The working threads are packed into the first warps, so

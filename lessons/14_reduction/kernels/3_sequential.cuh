@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 3 of 8: sequential addressing.
+// Run this rung alone: ./build/bin/reduction --rung=3   (lesson 14 of the course, 00-23)
 //
 // The tree folded the other way: in step s the first s threads add the value s
 // places away (s = kThreads / 2, ..., 1). The working threads are contiguous

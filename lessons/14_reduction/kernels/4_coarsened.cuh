@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 4 of 8: first add during the load, grid-stride loop.
+// Run this rung alone: ./build/bin/reduction --rung=4   (lesson 14 of the course, 00-23)
 //
 // Rungs 1-3 give each thread one value, so half of them idle from the first
 // step of the tree, and a pass over n values launches n / kThreads blocks.

@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 5 of 8: the last warp with __shfl_down_sync.
+// Run this rung alone: ./build/bin/reduction --rung=5   (lesson 14 of the course, 00-23)
 //
 // Rung 4's tree ends with five steps in which fewer than 32 threads work, each
 // step a round trip through shared memory plus a __syncthreads() for the whole

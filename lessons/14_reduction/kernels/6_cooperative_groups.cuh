@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 6 of 8: cooperative groups, cg::reduce.
+// Run this rung alone: ./build/bin/reduction --rung=6   (lesson 14 of the course, 00-23)
 //
 // Rung 5's last warp, written with cooperative groups: the block is split into
 // tiles of 32 threads (thread_block_tile<32>, one warp each), and

@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 7 of 8: 16-byte loads, one pass, a tiny finish kernel.
+// Run this rung alone: ./build/bin/reduction --rung=7   (lesson 14 of the course, 00-23)
 //
 // Rung 6 reads 4 bytes per load and finishes in several passes. Here:
 //  - each thread loads 16 bytes at a time (float4: four values per load), and

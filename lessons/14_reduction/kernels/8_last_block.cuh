@@ -1,4 +1,5 @@
 // Lesson 14 - reduction, rung 8 of 8: one kernel, the last block finishes.
+// Run this rung alone: ./build/bin/reduction --rung=8   (lesson 14 of the course, 00-23)
 //
 // Rung 7 with its second launch folded into the first kernel. Each block writes
 // its partial sum, makes it visible to the whole GPU (__threadfence), then takes

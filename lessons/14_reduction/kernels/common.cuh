@@ -1,4 +1,5 @@
 // Lesson 14 - reduction: what the rung files share (kernels/1_... to 8_...).
+// Part of lesson 14 of the course (00-23), 14_reduction; run: ./build/bin/reduction
 //
 // The launcher interface of the ladder (Pass, Scratch) and, for rungs 7 and 8,
 // 16-byte vector types for float and int. Every rung keeps its own kernel and

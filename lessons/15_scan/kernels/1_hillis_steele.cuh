@@ -1,4 +1,5 @@
 // Lesson 15 (scan), rung 1 of 5: Hillis-Steele, one block per tile.
+// Run this rung alone: ./build/bin/scan --rung=1   (lesson 15 of the course, 00-23)
 //
 // The course so far: lesson 14 reduced an array to one sum. A scan keeps every
 // partial sum: out[i] = in[0] + ... + in[i] (inclusive) or in[0] + ... + in[i-1]

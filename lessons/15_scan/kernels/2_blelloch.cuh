@@ -1,4 +1,5 @@
 // Lesson 15 (scan), rung 2 of 5: Blelloch's work-efficient scan, one block per tile.
+// Run this rung alone: ./build/bin/scan --rung=2   (lesson 15 of the course, 00-23)
 //
 // Before: rung 1 (Hillis-Steele) scans a 2048 tile in 11 steps but 20481
 // additions. Blelloch's scan walks a balanced tree twice: the up-sweep builds

@@ -1,4 +1,5 @@
 // Lesson 15 (scan), rung 3 of 5: Blelloch's scan with a conflict-free shared-memory index.
+// Run this rung alone: ./build/bin/scan --rung=3   (lesson 15 of the course, 00-23)
 //
 // Before: rung 2. Its tree reads words s(2t+1)-1 for thread t at stride s:
 // 2s words apart, so 2s lanes of a warp share a bank, up to all 32 (a 32-way

@@ -1,4 +1,5 @@
 // Lesson 15 (scan), rung 4 of 5: a three-phase scan of the whole array.
+// Run this rung alone: ./build/bin/scan --rung=4   (lesson 15 of the course, 00-23)
 //
 // Before: rungs 1-3 scan tiles that fit one block. Here one block scans a tile
 // of 4096 elements (256 threads x 16, in 16-byte loads, with warp shuffles),

@@ -1,4 +1,5 @@
 // Lesson 15 (scan), rung 5 of 5: a single-pass scan with decoupled look-back.
+// Run this rung alone: ./build/bin/scan --rung=5   (lesson 15 of the course, 00-23)
 //
 // Before: rung 4 reads and writes the array twice (4n of memory traffic). Here
 // each tile learns the sum of all tiles before it from its predecessors while

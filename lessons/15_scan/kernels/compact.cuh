@@ -1,4 +1,5 @@
 // Lesson 15 (scan), the application: stream compaction on top of rung 5.
+// Part of lesson 15 of the course (00-23), 15_scan; run: ./build/bin/scan
 //
 // Keep the elements that pass a test, in order, with no gaps: where does kept
 // element i go? To the number of kept elements before it, which is an

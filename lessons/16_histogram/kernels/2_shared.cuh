@@ -1,4 +1,5 @@
 // Lesson 16 of the course (the histogram ladder), rung 2 of 5: privatization.
+// Run this rung alone: ./build/bin/histogram --rung=2   (lesson 16 of the course, 00-23)
 //
 // Before: rung 1 sent every byte's add to the same 1 KB in the L2.
 // Here:   each block counts its own 16 KB tile into a private 256-bin histogram

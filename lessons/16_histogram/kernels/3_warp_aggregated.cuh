@@ -1,4 +1,5 @@
 // Lesson 16 of the course (the histogram ladder), rung 3 of 5: warp-aggregated atomics.
+// Run this rung alone: ./build/bin/histogram --rung=3   (lesson 16 of the course, 00-23)
 //
 // Before: rung 2, one shared atomic per byte.
 // Here:   before adding, the 32 lanes of a warp find out which of them hold the

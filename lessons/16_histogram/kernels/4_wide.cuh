@@ -1,4 +1,5 @@
 // Lesson 16 of the course (the histogram ladder), rung 4 of 5: more bytes per thread.
+// Run this rung alone: ./build/bin/histogram --rung=4   (lesson 16 of the course, 00-23)
 //
 // Before: rung 2, one 1-byte load per byte, one block per 16 KB tile.
 // Here:   rung 2's private histogram and plain shared atomics, with the loads

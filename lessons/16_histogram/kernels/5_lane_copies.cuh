@@ -1,4 +1,5 @@
 // Lesson 16 of the course (the histogram ladder), rung 5 of 5: a copy per lane.
+// Run this rung alone: ./build/bin/histogram --rung=5   (lesson 16 of the course, 00-23)
 //
 // Before: rung 4, one shared histogram per block: lanes with the same bin hit
 //         one word, lanes with bins 32 apart hit one bank.
