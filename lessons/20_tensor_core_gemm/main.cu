@@ -77,7 +77,9 @@ struct Shape {
     size_t b() const { return size_t(K) * N; }
     size_t c() const { return size_t(M) * N; }
 };
-static bool fits(const Rung& r, const Shape& s) { return s.M % r.mult_m == 0 && s.N % r.mult_n == 0 && s.K % r.mult_k == 0; }
+static bool fits(const Rung& r, const Shape& s) {
+    return s.M % r.mult_m == 0 && s.N % r.mult_n == 0 && s.K % r.mult_k == 0;
+}
 
 // fp32 accumulation of exactly the bf16 numbers the CPU reference multiplies: what is left is
 // the order of the fp32 sums, far below bf16's own rounding (2^-8), which a kernel that
@@ -99,14 +101,15 @@ static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
 // address, so the program needs no -lcuda.
 static CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols) {
     CUtensorMap map;
-    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};    // innermost first
-    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};     // bytes from one row to the next
+    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};  // innermost first
+    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};  // bytes from one row to the next
     const cuuint32_t box[2] = {64, 64};
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box,
                               elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
+    if (r != CUDA_SUCCESS)
+        lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
     return map;
 }
 
@@ -164,7 +167,8 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 16, 16384, "columns of B and C (and M, K unless given)", 512);
     cli.add_int("m", &m, 16, 16384, "rows of A and C (equal to --n unless given)", 512);
     cli.add_int("k", &k, 16, 16384, "columns of A, rows of B (equal to --n unless given)", 512);
-    cli.add_string("sizes", &sizes, "comma-separated square sizes to time, e.g. 1024,2048,4096,8192 (replaces --m/--n/--k)");
+    cli.add_string("sizes", &sizes,
+                   "comma-separated square sizes to time, e.g. 1024,2048,4096,8192 (replaces --m/--n/--k)");
     cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
@@ -194,17 +198,18 @@ int main(int argc, char** argv) {
                                   " == 0 (all rungs: multiples of 256, 256, 64; rungs 1-2 alone: of 16)");
     // CPU-checked shapes: 1024^3 (every element), a non-square one, and one for rungs 1-2 whose
     // sizes are multiples of 16 but not of their tiles.
-    const std::vector<Shape> checks = opt.quick ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}}
-                                                : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}};
+    const std::vector<Shape> checks = opt.quick
+                                          ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}}
+                                          : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}};
     uint64_t host_bytes = 0, dev_bytes = 0;
     for (const Shape& s : timed) {  // floats + bits of A and B, the cuBLAS result and one rung's
         host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float));
         dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float));
     }
     for (const Shape& s : checks) host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + s.c() * 12);
-    const std::string what = sizes.empty() ? "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" +
-                                                 std::to_string(k)
-                                           : "--sizes=" + sizes;
+    const std::string what =
+        sizes.empty() ? "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k)
+                      : "--sizes=" + sizes;
     lesson::require_host_memory(host_bytes, "pageable", what);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     lesson::require_device_memory(dev_bytes, what);
@@ -280,7 +285,8 @@ int main(int argc, char** argv) {
         const bool inject = opt.inject_fault && i == 0;  // --inject-fault hits the last check of the first shape
         run_once([&] { launch_cublas(handle, g); }, p.d_C, h_C.data(), s.c());
         if (inject && here.empty()) verify::inject_fault(h_C.data(), s.c(), seed);
-        report.check(verify::compare(h_C.data(), ref.data(), s.c(), kTol, "cuBLAS vs CPU, every element of " + s.text()));
+        report.check(
+            verify::compare(h_C.data(), ref.data(), s.c(), kTol, "cuBLAS vs CPU, every element of " + s.text()));
         for (const Rung* r : here) {
             run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
             if (inject && r == here.back()) verify::inject_fault(h_C.data(), s.c(), seed);
@@ -350,8 +356,9 @@ int main(int argc, char** argv) {
         if (!shape_best_name.empty() && flop >= 2.0 * 4096.0 * 4096.0 * 4096.0)
             report.target("best rung vs cuBLAS BF16 at " + s.text(), shape_best / cublas_tflops, 0.90, "x");
         if (t == 0 || s.M == 4096) {  // the key result: the default 4096^3, or the first timed shape
-            best = shape_best_name.empty() ? "" : shape_best_name + "' " + std::to_string(int(shape_best + 0.5)) +
-                                                      " TFLOP/s at " + s.text();
+            best = shape_best_name.empty()
+                       ? ""
+                       : shape_best_name + "' " + std::to_string(int(shape_best + 0.5)) + " TFLOP/s at " + s.text();
             best_fraction = shape_best / cublas_tflops;
             best_small = small;
         }
@@ -360,16 +367,17 @@ int main(int argc, char** argv) {
     }
 
     report.note("output C is fp32 (cuBLAS: CUDA_R_16BF inputs, CUDA_R_32F output, CUBLAS_COMPUTE_32F)");
-    report.note("shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-                "stored); rungs 3-9 have no edge code and need the multiples in the rung table (all rungs together: "
-                "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
-    report.note("timed shapes compare each rung with cuBLAS's output, every element; cuBLAS is checked against the "
-                "CPU on sampled rows (all rows for small shapes)");
+    report.note(
+        "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
+        "stored); rungs 3-9 have no edge code and need the multiples in the rung table (all rungs together: "
+        "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
+    report.note(
+        "timed shapes compare each rung with cuBLAS's output, every element; cuBLAS is checked against the "
+        "CPU on sampled rows (all rows for small shapes)");
     if (best.empty())
         report.key_result("no ladder rung ran (see the notes)", NAN, "cuBLAS BF16", lesson::Against::Yardstick,
                           "no rung ran");
-    else
-        report.key_result("best rung '" + best, best_fraction, "cuBLAS BF16", lesson::Against::Yardstick, best_small);
+    else report.key_result("best rung '" + best, best_fraction, "cuBLAS BF16", lesson::Against::Yardstick, best_small);
     report.default_size(cli.at_default_size());
 
     CUBLAS_CHECK(cublasDestroy(handle));

@@ -15,10 +15,10 @@ TEST_CASE("bf16: exact values keep their bits", "[gemm_bf16]") {
 }
 
 TEST_CASE("bf16: rounds to nearest, ties to even", "[gemm_bf16]") {
-    const float ulp = std::ldexp(1.0f, -7);                          // bf16 spacing in [1, 2)
-    CHECK(verify::bf16_bits(1.0f + 0.5f * ulp) == 0x3F80);           // tie: down to the even 1.0
-    CHECK(verify::bf16_bits(1.0f + 1.5f * ulp) == 0x3F82);           // tie: up to the even 1 + 2 ulp
-    CHECK(verify::bf16_bits(1.0f + 0.75f * ulp) == 0x3F81);          // nearer the odd neighbour
+    const float ulp = std::ldexp(1.0f, -7);                  // bf16 spacing in [1, 2)
+    CHECK(verify::bf16_bits(1.0f + 0.5f * ulp) == 0x3F80);   // tie: down to the even 1.0
+    CHECK(verify::bf16_bits(1.0f + 1.5f * ulp) == 0x3F82);   // tie: up to the even 1 + 2 ulp
+    CHECK(verify::bf16_bits(1.0f + 0.75f * ulp) == 0x3F81);  // nearer the odd neighbour
     CHECK(verify::bf16_bits(1.0f + 0.25f * ulp) == 0x3F80);
     CHECK(verify::bf16_bits(-(1.0f + 0.75f * ulp)) == 0xBF81);
 }

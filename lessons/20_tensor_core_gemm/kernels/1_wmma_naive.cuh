@@ -14,15 +14,15 @@
 #pragma once
 #include <mma.h>
 
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung1 {
 
 constexpr int kWarpsM = 2, kWarpsN = 2;  // warps per block: a 32 x 32 block of C
 
-__global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) wmmaNaive(const bf16* A, const bf16* B, float* C, int M,
-                                                                      int N, int K) {
+__global__ void __launch_bounds__(32 * kWarpsM * kWarpsN)
+    wmmaNaive(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
 #if defined(L20_SM80)
     using namespace nvcuda;
     const int warp = threadIdx.x / 32;

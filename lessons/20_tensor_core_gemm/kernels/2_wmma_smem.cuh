@@ -17,8 +17,8 @@
 #pragma once
 #include <mma.h>
 
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung2 {
 

@@ -18,8 +18,8 @@
 // Run:    ./build/bin/tensor_core_gemm --rung=3
 // Shapes: M, N multiples of 128 and K a multiple of 64 (no edge code: main.cu rejects others).
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung3 {
 

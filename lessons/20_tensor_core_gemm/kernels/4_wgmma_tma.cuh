@@ -19,25 +19,25 @@
 // Run:    ./build/bin/tensor_core_gemm --rung=4
 // Shapes: M a multiple of 64, N of 128, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung4 {
 
 constexpr int kBM = 64, kBN = 128, kBK = 64, kStages = 4;
-constexpr int kThreads = 128;                                   // one warpgroup
-constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;           // elements per stage
-constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;         // 24 KB of TMA per stage
-struct Smem {                                                   // every tile 1024-byte aligned (the swizzle atom)
-    alignas(1024) bf16 A[kStages][kTileA];                      // 64 rows x 128 bytes (K-major)
-    alignas(1024) bf16 B[kStages][kTileB];                      // 2 boxes of 64 k-rows x 128 bytes (N-major)
-    uint64_t full[kStages];                                     // "tile landed" barriers
+constexpr int kThreads = 128;                            // one warpgroup
+constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;    // elements per stage
+constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;  // 24 KB of TMA per stage
+struct Smem {                                            // every tile 1024-byte aligned (the swizzle atom)
+    alignas(1024) bf16 A[kStages][kTileA];               // 64 rows x 128 bytes (K-major)
+    alignas(1024) bf16 B[kStages][kTileB];               // 2 boxes of 64 k-rows x 128 bytes (N-major)
+    uint64_t full[kStages];                              // "tile landed" barriers
 };
-constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;            // + room to align the base by hand
+constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;  // + room to align the base by hand
 
-__global__ void __launch_bounds__(kThreads) wgmmaTma(const __grid_constant__ CUtensorMap tma_A,
-                                                     const __grid_constant__ CUtensorMap tma_B, float* C, int M, int N,
-                                                     int K) {
+__global__ void __launch_bounds__(kThreads)
+    wgmmaTma(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C, int M,
+             int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));

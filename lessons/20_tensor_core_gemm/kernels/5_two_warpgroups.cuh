@@ -14,26 +14,26 @@
 // Run:    ./build/bin/tensor_core_gemm --rung=5
 // Shapes: M a multiple of 128, N of 256, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung5 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
-constexpr int kConsumers = 2;                                   // warpgroups, 64 rows of C each
+constexpr int kConsumers = 2;  // warpgroups, 64 rows of C each
 constexpr int kThreads = 128 * kConsumers;
-constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;           // elements per stage
-constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;         // 48 KB of TMA per stage
+constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;    // elements per stage
+constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;  // 48 KB of TMA per stage
 struct Smem {
-    alignas(1024) bf16 A[kStages][kTileA];                      // 2 boxes of 64 rows x 128 bytes (K-major)
-    alignas(1024) bf16 B[kStages][kTileB];                      // 4 boxes of 64 k-rows x 128 bytes (N-major)
+    alignas(1024) bf16 A[kStages][kTileA];  // 2 boxes of 64 rows x 128 bytes (K-major)
+    alignas(1024) bf16 B[kStages][kTileB];  // 4 boxes of 64 k-rows x 128 bytes (N-major)
     uint64_t full[kStages];
 };
 constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;
 
-__global__ void __launch_bounds__(kThreads, 1) wgmmaTwoWarpgroups(const __grid_constant__ CUtensorMap tma_A,
-                                                                  const __grid_constant__ CUtensorMap tma_B, float* C,
-                                                                  int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmmaTwoWarpgroups(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
+                       int M, int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));

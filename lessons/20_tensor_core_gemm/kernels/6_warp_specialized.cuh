@@ -18,14 +18,14 @@
 // Run:    ./build/bin/tensor_core_gemm --rung=6
 // Shapes: M a multiple of 128, N of 256, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung6 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);                // producer warpgroup + 2 consumers
+constexpr int kThreads = 128 * (1 + kConsumers);  // producer warpgroup + 2 consumers
 constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;
 constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;
 struct Smem {
@@ -36,9 +36,9 @@ struct Smem {
 };
 constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;
 
-__global__ void __launch_bounds__(kThreads, 1) wgmmaWarpSpecialized(const __grid_constant__ CUtensorMap tma_A,
-                                                                    const __grid_constant__ CUtensorMap tma_B,
-                                                                    float* C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmmaWarpSpecialized(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
+                         int M, int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -48,8 +48,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmmaWarpSpecialized(const __grid
 
     if (tid == 0) {
         for (int st = 0; st < kStages; ++st) {
-            mbar_init(&s.full[st], 1);                    // the producer's arrive.expect_tx
-            mbar_init(&s.empty[st], 4 * kConsumers);      // lane 0 of every consumer warp
+            mbar_init(&s.full[st], 1);                // the producer's arrive.expect_tx
+            mbar_init(&s.empty[st], 4 * kConsumers);  // lane 0 of every consumer warp
         }
         fence_barrier_init();
     }

@@ -18,17 +18,17 @@
 // Run:    ./build/bin/tensor_core_gemm --rung=7
 // Shapes: M a multiple of 256 (two CTAs of 128 rows), N of 256, K of 64.
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung7 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
-constexpr int kCluster = 2;                                     // CTAs per cluster, along M
+constexpr int kCluster = 2;  // CTAs per cluster, along M
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;
-constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;         // what lands in EACH CTA per stage
+constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;  // what lands in EACH CTA per stage
 struct Smem {
     alignas(1024) bf16 A[kStages][kTileA];
     alignas(1024) bf16 B[kStages][kTileB];
@@ -37,15 +37,15 @@ struct Smem {
 };
 constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;
 
-__global__ void __launch_bounds__(kThreads, 1) wgmmaCluster(const __grid_constant__ CUtensorMap tma_A,
-                                                            const __grid_constant__ CUtensorMap tma_B, float* C,
-                                                            int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmmaCluster(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C, int M,
+                 int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
     const int tid = threadIdx.x, wg = tid / 128;
-    const uint32_t rank = cluster_rank();                     // 0 or 1 = blockIdx.x % 2
-    const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;   // x runs along M: the pair shares n0
+    const uint32_t rank = cluster_rank();                    // 0 or 1 = blockIdx.x % 2
+    const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;  // x runs along M: the pair shares n0
     const int kTiles = K / kBK;
 
     if (tid == 0) {
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmmaCluster(const __grid_constan
             for (int kt = 0; kt < kTiles; ++kt) {
                 const int st = kt % kStages;
                 mbar_wait(&s.empty[st], ((kt / kStages) & 1) ^ 1);  // free in BOTH CTAs
-                mbar_arrive_expect_tx(&s.full[st], kStageBytes);     // own A + all of B (half from the peer)
+                mbar_arrive_expect_tx(&s.full[st], kStageBytes);    // own A + all of B (half from the peer)
                 for (int i = 0; i < kBM / 64; ++i)
                     tma_load(s.A[st] + i * 64 * 64, &tma_A, kt * kBK, m0 + 64 * i, &s.full[st]);
                 for (int j = rank * 2; j < rank * 2 + 2; ++j)  // this CTA's half of B, to both CTAs

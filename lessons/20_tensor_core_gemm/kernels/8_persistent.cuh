@@ -17,8 +17,8 @@
 #pragma once
 #include <algorithm>
 
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung8 {
 
@@ -48,9 +48,9 @@ __device__ __forceinline__ void piece_coords(int p, int pieces_m, int pieces_n, 
     pn = (p % per_group) / rows;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) wgmmaPersistent(const __grid_constant__ CUtensorMap tma_A,
-                                                               const __grid_constant__ CUtensorMap tma_B, float* C,
-                                                               int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmmaPersistent(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
+                    int M, int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));

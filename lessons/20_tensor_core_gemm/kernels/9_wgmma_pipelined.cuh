@@ -15,8 +15,8 @@
 #pragma once
 #include <algorithm>
 
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung9 {
 
@@ -26,7 +26,7 @@ constexpr int kCluster = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;
 constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;
-constexpr int kGroupM = 8;                                      // rows of pieces per scheduling group
+constexpr int kGroupM = 8;  // rows of pieces per scheduling group
 struct Smem {
     alignas(1024) bf16 A[kStages][kTileA];
     alignas(1024) bf16 B[kStages][kTileB];
@@ -44,9 +44,9 @@ __device__ __forceinline__ void piece_coords(int p, int pieces_m, int pieces_n, 
     pn = (p % per_group) / rows;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) wgmmaPipelined(const __grid_constant__ CUtensorMap tma_A,
-                                                               const __grid_constant__ CUtensorMap tma_B, float* C,
-                                                               int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmmaPipelined(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
+                   int M, int N, int K) {
 #if defined(L20_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));

@@ -21,7 +21,7 @@ inline uint16_t bf16_bits(float x) {
     std::memcpy(&u, &x, sizeof u);
     if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0)
         return static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN stays a (quiet) NaN
-    const uint32_t lsb = (u >> 16) & 1u;  // round half to even
+    const uint32_t lsb = (u >> 16) & 1u;                    // round half to even
     u += 0x7FFFu + lsb;
     return static_cast<uint16_t>(u >> 16);
 }
