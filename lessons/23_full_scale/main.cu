@@ -124,9 +124,11 @@ static void issue_chunk(Gpu& g, const Setup& s, size_t i, uint64_t first, uint64
     const cudaStream_t st = g.streams[i];
     // Image k starts at value k * side^2 of the generator's one sequence: the offset counts
     // 32-bit values, so these numbers do not depend on how the images are cut into chunks.
+    // EXERCISE 3 BEGIN: draw the numbers inside the kernel (cuRAND device API) so no image goes to DRAM
     CURAND_CHECK(curandSetGeneratorOffset(g.gens[i], first * s.px));
     CURAND_CHECK(curandGenerateUniform(g.gens[i], g.d_images[i], count * s.px));  // (0, 1], on stream st
-    const dim3 grid(s.grid.x, s.grid.y, unsigned(count));                         // count <= --chunk <= 65535
+    // EXERCISE 3 END
+    const dim3 grid(s.grid.x, s.grid.y, unsigned(count));  // count <= --chunk <= 65535
     blur3x3Stats<<<grid, dim3(kColsX, kRowsY), 0, st>>>(g.d_images[i], g.d_partials[i], int(s.side));
     CUDA_CHECK_LAUNCH();
     finishImageStats<<<unsigned(count), kFinishThreads, 0, st>>>(g.d_partials[i], g.d_stats[i], s.per_image);
@@ -229,6 +231,7 @@ int main(int argc, char** argv) {
     cli.add_int("gpus", &gpus, 0, 64, "GPUs to use from --device on (0 = all)");
     cli.add_int("sample", &sample, 1, 64, "images per chunk recomputed on the CPU", 2);
     cli.parse_or_exit(argc, argv);
+    if (!cli.given("chunk")) chunk = std::min(chunk, images);  // the default chunk never exceeds the data set
     if (side % 4 != 0)
         lesson::bad_input("--side=" + std::to_string(side) + " is not a multiple of 4; allowed: 4, 8, ..., 16384");
     if (chunk > images)
@@ -287,8 +290,10 @@ int main(int argc, char** argv) {
         d2d[g] = lesson::measure_d2d_gbps(gpu[g].prop);
     }
     CUDA_CHECK(cudaSetDevice(int(opt.device)));
+    // EXERCISE 1 BEGIN: run --chunk=4 (chunks inside the L2) against the default; explain the rate and this note
     const double in_flight = double(nstreams) * double(chunk) * double(px) * sizeof(float);
     const std::string in_l2 = lesson::l2_note(in_flight, prop);  // chunks that fit in L2 skip DRAM
+    // EXERCISE 1 END
     const lesson::StreamBound dram =
         in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 1) : lesson::stream_bound_not_measured(1, 1, in_l2);
 
@@ -354,8 +359,9 @@ int main(int argc, char** argv) {
     float *d_one = nullptr, *d_each = nullptr;
     CUDA_CHECK(cudaMalloc(&d_one, tn * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&d_each, tn * sizeof(float)));
-    CUDA_CHECK(cudaMemset(d_one, 0xFF, tn * sizeof(float)));
-    CUDA_CHECK(cudaMemset(d_each, 0xFF, tn * sizeof(float)));
+    // Poisoned on the generator's stream: a non-blocking stream does not wait for the legacy default stream.
+    CUDA_CHECK(cudaMemsetAsync(d_one, 0xFF, tn * sizeof(float), g0.streams[0]));
+    CUDA_CHECK(cudaMemsetAsync(d_each, 0xFF, tn * sizeof(float), g0.streams[0]));
     CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], t0 * px));
     CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_one, tn));
     for (int i = kGenTest - 1; i >= 0; --i) {
