@@ -32,6 +32,8 @@ have_catch2 || bash scripts/apt_install.sh "the unit tests" catch2 || exit 1
 if ! command -v pandoc >/dev/null || ! command -v weasyprint >/dev/null || ! command -v pdftotext >/dev/null; then
   bash scripts/apt_install.sh "the handout test" pandoc weasyprint poppler-utils || true
 fi
+# The format test (scripts/check_format.sh) needs clang-format (it reports SKIP without it).
+command -v clang-format >/dev/null || bash scripts/apt_install.sh "the format test" clang-format || true
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 gen=()

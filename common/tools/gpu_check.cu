@@ -1,7 +1,7 @@
 // gpu_check: prints the GPUs this machine has and exits 0, or exits 77 when
 // there is no usable CUDA device. scripts/run_all.sh asks it before running lessons.
-#include <cstdio>
 #include <cuda_runtime.h>
+#include <cstdio>
 
 int main() {
     int count = 0;

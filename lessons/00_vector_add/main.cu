@@ -138,7 +138,9 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 1, int64_t(1) << 34, "elements of the large vectors", int64_t(1) << 20);
     cli.add_int("threads", &threads, 32, 1024, "threads per block (a multiple of 32)");
     cli.parse_or_exit(argc, argv);
-    if (threads % 32 != 0) lesson::bad_input("--threads=" + std::to_string(threads) + " is not a multiple of 32; allowed: 32, 64, ..., 1024");
+    if (threads % 32 != 0)
+        lesson::bad_input("--threads=" + std::to_string(threads) +
+                          " is not a multiple of 32; allowed: 32, 64, ..., 1024");
 
     const size_t N = static_cast<size_t>(n);
     // Host: a, b and the two results (vectorAdd, vectorAdd4) as floats, plus the double
@@ -195,11 +197,16 @@ int main(int argc, char** argv) {
     const double kernel4_gbps = kernel_bytes / (big.kernel4_ms * 1e6);
     report.variant("vectorAdd, first launch, one event pair by hand", big.first_launch_ms,
                    kernel_bytes / (big.first_launch_ms * 1e6), "GB/s");
-    report.variant_bound("vectorAdd kernel (4 bytes per load)", big.kernel_ms, kernel_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.variant_bound("vectorAdd4 kernel (16 bytes per load)", big.kernel4_ms, kernel4_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.variant_yardstick("vectorAdd4 kernel against the D2D copy", big.kernel4_ms, kernel4_gbps, "GB/s", d2d, "copy");
-    report.variant("cudaMemcpy H2D of a and b (pageable, one call each)", big.h2d_ms, 2.0 * N * sizeof(float) / (big.h2d_ms * 1e6), "GB/s");
-    report.variant("cudaMemcpy D2H of c (pageable, one call)", big.d2h_ms, 1.0 * N * sizeof(float) / (big.d2h_ms * 1e6), "GB/s");
+    report.variant_bound("vectorAdd kernel (4 bytes per load)", big.kernel_ms, kernel_gbps, "GB/s", dram.gbps,
+                         "DRAM bound", in_l2);
+    report.variant_bound("vectorAdd4 kernel (16 bytes per load)", big.kernel4_ms, kernel4_gbps, "GB/s", dram.gbps,
+                         "DRAM bound", in_l2);
+    report.variant_yardstick("vectorAdd4 kernel against the D2D copy", big.kernel4_ms, kernel4_gbps, "GB/s", d2d,
+                             "copy");
+    report.variant("cudaMemcpy H2D of a and b (pageable, one call each)", big.h2d_ms,
+                   2.0 * N * sizeof(float) / (big.h2d_ms * 1e6), "GB/s");
+    report.variant("cudaMemcpy D2H of c (pageable, one call)", big.d2h_ms, 1.0 * N * sizeof(float) / (big.d2h_ms * 1e6),
+                   "GB/s");
     report.metric("transfer time / kernel time", (big.h2d_ms + big.d2h_ms) / big.kernel_ms, "x");
     char key[96];
     std::snprintf(key, sizeof key, "vectorAdd4 %.0f GB/s at n=%lld", kernel4_gbps, (long long)n);

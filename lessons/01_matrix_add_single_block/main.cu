@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
     report.variant("addMatrices, 1 block, back to back", ms, moved / (ms * 1e6), "GB/s");
     report.variant("addMatrices, 1 block, one launch per event pair", ms_alone, moved / (ms_alone * 1e6), "GB/s");
     report.variant("addMatricesRowMapped, 1 block, back to back", ms_rowmapped, moved / (ms_rowmapped * 1e6), "GB/s");
-    report.note("one 16x16 block uses 1 of the GPU's SMs for a few microseconds: the time is launch cost, "
-                "not memory bandwidth, so no bound is graded (lesson 02 fills the GPU)");
+    report.note(
+        "one 16x16 block uses 1 of the GPU's SMs for a few microseconds: the time is launch cost, "
+        "not memory bandwidth, so no bound is graded (lesson 02 fills the GPU)");
     char key[96];
     std::snprintf(key, sizeof key, "16x16 add in one block: %.1f us per launch back to back, %.1f us alone", ms * 1e3,
                   ms_alone * 1e3);

@@ -33,10 +33,11 @@ constexpr int kTile = 16;  // 16x16 threads per block
 // x runs along columns (contiguous in row-major memory): coalesced.
 // EXERCISE 4 BEGIN: loop over rows with a stride of gridDim.y * blockDim.y, so that a grid capped
 // at 65535 blocks in y covers more than 1,048,560 rows (then raise the --rows limit and cap grid_of)
+// STUB: __global__ void addMatrices(const float* A, const float* B, float* C, int rows, int cols) {}
 __global__ void addMatrices(const float* A, const float* B, float* C, int rows, int cols) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < rows && col < cols) {  // the edge blocks hang over the matrix
+    if (row < rows && col < cols) {                          // the edge blocks hang over the matrix
         size_t idx = static_cast<size_t>(row) * cols + col;  // row * cols passes 2^31 for large matrices
         C[idx] = A[idx] + B[idx];
     }
@@ -94,7 +95,7 @@ static void launch_add_matrices_vec4(dim3 blocks, dim3 threads, const float* A, 
 // One row per mapping: its name in the report, how its grid covers the matrix, its launcher.
 struct Mapping {
     const char* name;
-    bool x_is_row;      // x covers the rows (the text's mapping), else the columns
+    bool x_is_row;        // x covers the rows (the text's mapping), else the columns
     int cols_per_thread;  // columns a thread adds (4 for float4 loads)
     Launcher launch;
 };
@@ -264,14 +265,18 @@ int main(int argc, char** argv) {
     report.timing(lesson::kTimingMethod);
     const double col_gbps = bytes / (col.ms * 1e6), row_gbps = bytes / (row.ms * 1e6);
     const double vec_gbps = bytes / (vec.ms * 1e6);
-    report.variant_bound("addMatricesRowMapped (x -> row, text)", row.ms, row_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.variant_bound("addMatrices (x -> column, coalesced)", col.ms, col_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-    report.variant_bound("addMatricesVec4 (x -> 4 columns, float4)", vec.ms, vec_gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
+    report.variant_bound("addMatricesRowMapped (x -> row, text)", row.ms, row_gbps, "GB/s", dram.gbps, "DRAM bound",
+                         in_l2);
+    report.variant_bound("addMatrices (x -> column, coalesced)", col.ms, col_gbps, "GB/s", dram.gbps, "DRAM bound",
+                         in_l2);
+    report.variant_bound("addMatricesVec4 (x -> 4 columns, float4)", vec.ms, vec_gbps, "GB/s", dram.gbps, "DRAM bound",
+                         in_l2);
     report.metric("x -> column speedup over x -> row", row.ms / col.ms, "x");
     report.metric("working set (A, B, C)", bytes / 1e6, "MB");
     if (cols % 4 != 0) report.note("--cols is not a multiple of 4: addMatricesVec4 ran its scalar path");
     char key[96];
-    std::snprintf(key, sizeof key, "addMatricesVec4 %.0f GB/s at %lldx%lld", vec_gbps, (long long)rows, (long long)cols);
+    std::snprintf(key, sizeof key, "addMatricesVec4 %.0f GB/s at %lldx%lld", vec_gbps, (long long)rows,
+                  (long long)cols);
     report.key_result(key, vec_gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
     report.default_size(cli.at_default_size());
     report.target("addMatricesVec4 of the DRAM bound", vec_gbps / dram.gbps, 0.90);

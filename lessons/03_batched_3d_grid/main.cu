@@ -40,8 +40,8 @@ constexpr int kTile = 16;  // 16 x 16 threads per block, as in the original text
 // the batch is done (one step when gridDim.z == batch). Every offset is
 // size_t: 1000 x 256 x 256 is 65.5 M elements, and m * n * n passes 2^31 as
 // soon as the batch holds more than 32768 such matrices.
-__global__ void addMatricesBatched(const float* __restrict__ A, const float* __restrict__ B,
-                                   float* __restrict__ C, int n, size_t batch) {
+__global__ void addMatricesBatched(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                   int n, size_t batch) {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row >= n || col >= n) return;  // edge tiles when n is not a multiple of 16
@@ -83,7 +83,8 @@ static lesson::Grid plan_grid(int cols, int rows, uint64_t z) {
 }
 static dim3 grid_of(int cols, int rows, uint64_t z) {
     const lesson::Grid g = plan_grid(cols, rows, z);
-    if (!g.ok) lesson::fail_call("host", "grid_of", "grid past the hardware limits (Grid::ok is false)", __FILE__, __LINE__);
+    if (!g.ok)
+        lesson::fail_call("host", "grid_of", "grid past the hardware limits (Grid::ok is false)", __FILE__, __LINE__);
     return dim3(g.x, g.y, g.z);
 }
 
@@ -105,7 +106,7 @@ static void launch_z_is_batch(const Batch& b) {
 // A quarter of the layers: each thread's z loop adds 4 matrices.
 static void launch_z_is_quarter(const Batch& b) {
     addMatricesBatched<<<grid_of(b.n, b.n, lesson::ceil_div(b.count, 4)), dim3(kTile, kTile)>>>(b.A, b.B, b.C, b.n,
-                                                                                              b.count);
+                                                                                                b.count);
     CUDA_CHECK_LAUNCH();
 }
 // Without batching: a 2D launch per matrix, `count` launches of batch 1.
@@ -120,8 +121,8 @@ static void launch_per_matrix(const Batch& b) {
 // 16-byte loads: x covers n/4 float4 columns (n % 4 == 0 only).
 static void launch_vec4(const Batch& b) {
     addMatricesBatchedVec4<<<grid_of(b.n / 4, b.n, b.count), dim3(kTile, kTile)>>>(
-        reinterpret_cast<const float4*>(b.A), reinterpret_cast<const float4*>(b.B), reinterpret_cast<float4*>(b.C),
-        b.n, b.count);
+        reinterpret_cast<const float4*>(b.A), reinterpret_cast<const float4*>(b.B), reinterpret_cast<float4*>(b.C), b.n,
+        b.count);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -149,8 +150,8 @@ struct BatchTimes {
 // Adds `batch` random n x n matrices with each plan, verifies every element of
 // each plan's output and times it.
 static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::CommonOptions& opt,
-                            const cudaDeviceProp& prop, double dram_gbps, const std::string& label, const std::vector<Plan>& plans,
-                            lesson::Report& report) {
+                            const cudaDeviceProp& prop, double dram_gbps, const std::string& label,
+                            const std::vector<Plan>& plans, lesson::Report& report) {
     const size_t count = static_cast<size_t>(n) * n * batch, bytes = count * sizeof(float);
     BatchTimes t;
 
@@ -180,8 +181,8 @@ static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::Co
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, bytes, cudaMemcpyDeviceToHost));
         if (opt.inject_fault && p == 0) verify::inject_fault(h_C.data(), count, seed);
-        report.check(verify::compare(h_C.data(), ref.data(), count, 1e-5,
-                                     label + ", " + plans[p].name + ", every element"));
+        report.check(
+            verify::compare(h_C.data(), ref.data(), count, 1e-5, label + ", " + plans[p].name + ", every element"));
 
         // Time it: the relaunches rewrite the same values.
         const double ms = lesson::time_median_ms(static_cast<int>(opt.repeat), launch);
@@ -213,14 +214,18 @@ int main(int argc, char** argv) {
 
     // Every grid this run launches, checked before any CUDA call: x = ceil(cols / 16) (a quarter of
     // the columns for float4), y = ceil(rows / 16), z = min(batch, 65535).
-    struct Shape { int cols, rows; uint64_t z; };
-    std::vector<Shape> shapes = {{int(n), int(n), uint64_t(batch)}, {int(n), int(n), 1},
-                                 {int(limit_n), int(limit_n), uint64_t(limit_batch)}};
+    struct Shape {
+        int cols, rows;
+        uint64_t z;
+    };
+    std::vector<Shape> shapes = {
+        {int(n), int(n), uint64_t(batch)}, {int(n), int(n), 1}, {int(limit_n), int(limit_n), uint64_t(limit_batch)}};
     if (n % 4 == 0) shapes.push_back({int(n / 4), int(n), uint64_t(batch)});
     for (const Shape& sh : shapes)
         if (!plan_grid(sh.cols, sh.rows, sh.z).ok)
             lesson::bad_input("a grid of " + std::to_string(sh.cols) + " x " + std::to_string(sh.rows) + " x " +
-                              std::to_string(sh.z) + " elements in 16 x 16 blocks passes the hardware limits "
+                              std::to_string(sh.z) +
+                              " elements in 16 x 16 blocks passes the hardware limits "
                               "(x <= 2^31 - 1, y and z <= 65535 blocks); allowed: --n up to 8192, --limit-n up to 256");
 
     // Per element: A, B, C as floats and the double reference on the host; A, B, C on the GPU.

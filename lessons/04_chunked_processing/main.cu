@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 1, 65536, "matrix side");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)
-        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" + std::to_string(matrices) +
-                          "; allowed: 1 <= chunk <= matrices");
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" +
+                          std::to_string(matrices) + "; allowed: 1 <= chunk <= matrices");
 
     // 64-bit sizes throughout: 100,000 x 65,536 elements is 6.5e9, far past 2^31.
     const uint64_t per_matrix = uint64_t(n) * uint64_t(n);
@@ -174,8 +174,9 @@ int main(int argc, char** argv) {
     const double moved = h2d_bytes + d2h_bytes;
     report.bound("PCIe bound of the loop's copies (pinned rates)", moved / (bound_ms * 1e6), "GB/s");
     report.yardstick("pageable copies alone (H2D then D2H)", moved / (pageable_ms * 1e6), "GB/s");
-    report.timing("each chunk's copies and kernel timed to completion (host clock for the pageable copies, events "
-                  "for the kernel), summed over chunks");
+    report.timing(
+        "each chunk's copies and kernel timed to completion (host clock for the pageable copies, events "
+        "for the kernel), summed over chunks");
     report.variant_bound("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
                          moved / (bound_ms * 1e6), "PCIe bound");
     report.variant_yardstick("chunk loop end-to-end vs pageable copies alone", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
@@ -189,8 +190,9 @@ int main(int argc, char** argv) {
     report.metric("host: verify C", verify_ms, "ms");
     report.metric("whole loop, host work included", wall_ms, "ms");
     report.metric("transfers + kernel share of the whole loop", 100.0 * e2e_ms / wall_ms, "%");
-    report.note("end-to-end = sum over chunks of H2D + kernel + D2H, each timed to completion; generating and "
-                "verifying the chunks happen outside it, on the host");
+    report.note(
+        "end-to-end = sum over chunks of H2D + kernel + D2H, each timed to completion; generating and "
+        "verifying the chunks happen outside it, on the host");
 
     char key[128];
     std::snprintf(key, sizeof key, "chunk loop %.1f GB/s end-to-end, %lld matrices in chunks of %lld",

@@ -53,7 +53,9 @@ __global__ void addMatrices(const float* a, const float* b, float* c, size_t cou
 }
 
 constexpr int kThreads = 256;
-static unsigned blocks_for(size_t count) { return static_cast<unsigned>(std::min<uint64_t>(lesson::ceil_div(count, kThreads), 4096)); }
+static unsigned blocks_for(size_t count) {
+    return static_cast<unsigned>(std::min<uint64_t>(lesson::ceil_div(count, kThreads), 4096));
+}
 
 // What every variant reads and writes on the host. The inputs are staged before
 // any timing: `pool` chunks of A and B (all of them when they fit in 1 GiB;
@@ -115,7 +117,9 @@ static void run_pipelined(const Work& w, const float* h_a, const float* h_b, flo
     for (uint64_t i = 0; i < w.plan.count; ++i) {
         Slot& s = slots[i % S];
         const size_t count = w.elems(i), bytes = count * sizeof(float);
-        auto mark = [&](int k) { if (marks) CUDA_CHECK(cudaEventRecord((*marks)[4 * i + k], s.stream)); };
+        auto mark = [&](int k) {
+            if (marks) CUDA_CHECK(cudaEventRecord((*marks)[4 * i + k], s.stream));
+        };
         // The slot last carried chunk i - S, whose copies were only queued. Wait for them
         // before reusing the slot: the loader below refills the slot's pinned inputs, which
         // chunk i - S's H2D copies may not have read yet (README, Pitfalls). It also keeps at
@@ -171,10 +175,11 @@ int main(int argc, char** argv) {
     opt.repeat = 10;
     int64_t matrices = 2048, chunk = 16, n = 256, streams = 0, work = 1;
     std::string timeline_path;
-    lesson::Cli cli("stream_pipeline",
-                    "C = A + B over --matrices n x n float matrices, --chunk at a time: sequential (pageable, pinned),\n"
-                    "pipelined over streams, and pipelined behind a memcpy loader, all timed against the PCIe bound\n"
-                    "measured in the same run.");
+    lesson::Cli cli(
+        "stream_pipeline",
+        "C = A + B over --matrices n x n float matrices, --chunk at a time: sequential (pageable, pinned),\n"
+        "pipelined over streams, and pipelined behind a memcpy loader, all timed against the PCIe bound\n"
+        "measured in the same run.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("matrices", &matrices, 1, 1000000, "matrices in all", 32);
     cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
@@ -184,15 +189,16 @@ int main(int argc, char** argv) {
     cli.add_output("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)
-        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" + std::to_string(matrices) +
-                          "; allowed: --chunk in [1, --matrices]");
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --matrices=" +
+                          std::to_string(matrices) + "; allowed: --chunk in [1, --matrices]");
     std::vector<int> stream_counts = {1, 2, 3, 4, 8};
     if (cli.given("streams")) stream_counts = {static_cast<int>(streams)};
     const int S_max = *std::max_element(stream_counts.begin(), stream_counts.end());
     // Open the picture's file now (the flag parser already checked that it can be written).
     std::FILE* timeline_file = nullptr;
     if (!timeline_path.empty() && !(timeline_file = std::fopen(timeline_path.c_str(), "w")))
-        lesson::bad_input("--timeline=" + timeline_path + " cannot be opened for writing (" + std::strerror(errno) + ")");
+        lesson::bad_input("--timeline=" + timeline_path + " cannot be opened for writing (" + std::strerror(errno) +
+                          ")");
 
     Work w;
     w.nn = static_cast<size_t>(n) * static_cast<size_t>(n);
@@ -288,8 +294,9 @@ int main(int argc, char** argv) {
                 up_ms + kernels_ms + down_ms, up_ms, kernels_ms, down_ms);
     std::printf("  pipelined          : >= %.2f ms = PCIe bound max(H2D %.2f, D2H %.2f, both at once %.2f)\n", bound_ms,
                 up_ms, down_ms, link_bytes / (pinned.both * 1e6));
-    std::printf("  => overlap can gain at most %.2fx over sequential pinned: the copies, not the kernel, are the work\n",
-                (up_ms + kernels_ms + down_ms) / bound_ms);
+    std::printf(
+        "  => overlap can gain at most %.2fx over sequential pinned: the copies, not the kernel, are the work\n",
+        (up_ms + kernels_ms + down_ms) / bound_ms);
 
     // 3-5. Each variant: poison C, time it (copy in, launch, copy out per chunk), verify every element.
     double best_ms = 1e300, seq_pinned_ms = 0;
@@ -312,22 +319,25 @@ int main(int argc, char** argv) {
         verify_ms += verify_time.ms();
         return ms;
     };
-    const double seq_pageable_ms = run_variant("(a) sequential, pageable", p_c.data(),
-                                               [&] { run_sequential(w, p_a.data(), p_b.data(), p_c.data(), slots[0]); }, slow_repeat);
+    const double seq_pageable_ms = run_variant(
+        "(a) sequential, pageable", p_c.data(),
+        [&] { run_sequential(w, p_a.data(), p_b.data(), p_c.data(), slots[0]); }, slow_repeat);
     report.variant_bound("(a) sequential, pageable", seq_pageable_ms, link_bytes / (seq_pageable_ms * 1e6), "GB/s",
                          link_bytes / (bound_ms * 1e6), "PCIe bound");
     report.variant_yardstick("(a) against pageable copies alone", seq_pageable_ms, link_bytes / (seq_pageable_ms * 1e6),
                              "GB/s", link_bytes / (pageable_bound_ms * 1e6), "pageable copies");
-    seq_pinned_ms = run_variant("(b) sequential, pinned", h_c, [&] { run_sequential(w, h_a, h_b, h_c, slots[0]); },
-                                static_cast<int>(opt.repeat));
+    seq_pinned_ms = run_variant(
+        "(b) sequential, pinned", h_c, [&] { run_sequential(w, h_a, h_b, h_c, slots[0]); },
+        static_cast<int>(opt.repeat));
     report.variant_bound("(b) sequential, pinned", seq_pinned_ms, link_bytes / (seq_pinned_ms * 1e6), "GB/s",
                          link_bytes / (bound_ms * 1e6), "PCIe bound");
     for (int S : stream_counts) {
         const std::string name = "(c) pipelined, " + std::to_string(S) + (S == 1 ? " stream" : " streams");
-        const double ms = run_variant(name, h_c, [&] { run_pipelined(w, h_a, h_b, h_c, slots, S, fork, false); },
-                                      static_cast<int>(opt.repeat));
+        const double ms = run_variant(
+            name, h_c, [&] { run_pipelined(w, h_a, h_b, h_c, slots, S, fork, false); }, static_cast<int>(opt.repeat));
         report.variant_bound(name, ms, link_bytes / (ms * 1e6), "GB/s", link_bytes / (bound_ms * 1e6), "PCIe bound");
-        report.metric("H2D link busy, " + std::to_string(S) + (S == 1 ? " stream" : " streams"), up_ms / ms, "of the time");
+        report.metric("H2D link busy, " + std::to_string(S) + (S == 1 ? " stream" : " streams"), up_ms / ms,
+                      "of the time");
         if (ms < best_ms) {
             best_ms = ms;
             best_S = S;
@@ -337,9 +347,9 @@ int main(int argc, char** argv) {
     // memcpy from the staged (pageable) pool into the slot's own pinned buffers, host work
     // inside the timed run, on the fastest stream count of (c).
     const std::string loader_name = "(d) pipelined, " + std::to_string(best_S) + " streams, memcpy loader";
-    const double loader_ms = run_variant(loader_name, h_c, [&] {
-        run_pipelined(w, p_a.data(), p_b.data(), h_c, slots, best_S, fork, true);
-    }, slow_repeat);
+    const double loader_ms = run_variant(
+        loader_name, h_c, [&] { run_pipelined(w, p_a.data(), p_b.data(), h_c, slots, best_S, fork, true); },
+        slow_repeat);
     report.variant_bound(loader_name, loader_ms, link_bytes / (loader_ms * 1e6), "GB/s", link_bytes / (bound_ms * 1e6),
                          "PCIe bound");
     report.variant("kernels alone, no copies", kernels_ms, 3.0 * total_bytes / (kernels_ms * 1e6), "GB/s");
@@ -355,8 +365,8 @@ int main(int argc, char** argv) {
             if (S <= S_max && std::find(shown.begin(), shown.end(), S) == shown.end()) shown.push_back(S);
         std::sort(shown.begin(), shown.end());
         const uint64_t drawn = std::min<uint64_t>(w.plan.count, 16);
-        lesson::Timeline tl(std::string("stream_pipeline on ") + prop.name + ": first " + std::to_string(drawn) + " of " +
-                            std::to_string(w.plan.count) + " chunks (" + std::to_string(chunk) + " matrices " +
+        lesson::Timeline tl(std::string("stream_pipeline on ") + prop.name + ": first " + std::to_string(drawn) +
+                            " of " + std::to_string(w.plan.count) + " chunks (" + std::to_string(chunk) + " matrices " +
                             std::to_string(n) + "x" + std::to_string(n) + " each)");
         std::vector<cudaEvent_t> marks(4 * w.plan.count);
         for (cudaEvent_t& e : marks) CUDA_CHECK(cudaEventCreate(&e));
@@ -369,7 +379,8 @@ int main(int argc, char** argv) {
             CUDA_CHECK(cudaEventRecord(t0, 0));
             run_pipelined(w, h_a, h_b, h_c, slots, S, fork, false, &marks);
             CUDA_CHECK(cudaDeviceSynchronize());
-            report.check(verify_output(w, ref, h_c, "timeline run, " + std::to_string(S) + " stream(s): every element of C"));
+            report.check(
+                verify_output(w, ref, h_c, "timeline run, " + std::to_string(S) + " stream(s): every element of C"));
             float total = 0, t = 0;
             for (uint64_t i = 0; i < w.plan.count; ++i) {
                 CUDA_CHECK(cudaEventElapsedTime(&t, t0, marks[4 * i + 3]));
@@ -387,7 +398,8 @@ int main(int argc, char** argv) {
                     CUDA_CHECK(cudaEventElapsedTime(&a, t0, marks[4 * i + k]));
                     CUDA_CHECK(cudaEventElapsedTime(&b, t0, marks[4 * i + k + 1]));
                     char tip[96];
-                    std::snprintf(tip, sizeof tip, "chunk %llu %s: %.3f to %.3f ms", (unsigned long long)i, what[k], a, b);
+                    std::snprintf(tip, sizeof tip, "chunk %llu %s: %.3f to %.3f ms", (unsigned long long)i, what[k], a,
+                                  b);
                     tl.add_bar(row0 + static_cast<int>(i % S) * 3 + k, a, b, color[k], tip);
                 }
         }
@@ -407,8 +419,9 @@ int main(int argc, char** argv) {
     report.metric("achieved speedup over (b), best pipelined", seq_pinned_ms / best_ms, "x");
     report.metric("a loader must deliver A and B at", h2d_bytes / (best_ms * 1e6), "GB/s");
     report.metric("(d) A and B delivered through the memcpy loader at", h2d_bytes / (loader_ms * 1e6), "GB/s");
-    report.note("(a)-(c) timed: transfers and kernels only, inputs staged in pinned memory before, outputs verified "
-                "after; (d) also times the loader's memcpy of every chunk, on 1 host thread");
+    report.note(
+        "(a)-(c) timed: transfers and kernels only, inputs staged in pinned memory before, outputs verified "
+        "after; (d) also times the loader's memcpy of every chunk, on 1 host thread");
     if (w.pool < w.plan.count)
         report.note("inputs: " + std::to_string(w.pool) + " chunks staged (1 GiB), chunk i reads staged chunk i % " +
                     std::to_string(w.pool));

@@ -41,7 +41,7 @@ __global__ void matMulNaive(const float* A, const float* B, float* C, int M, int
     const int col = blockIdx.x * blockDim.x + threadIdx.x;  // x runs along a row of C: coalesced
     if (row < M && col < N) {
         const float* a = A + static_cast<size_t>(row) * K;  // row `row` of A
-        const float* b = B + col;                            // column `col` of B, stride N
+        const float* b = B + col;                           // column `col` of B, stride N
         float sum = 0.0f;
         for (int k = 0; k < K; ++k) sum += a[k] * b[static_cast<size_t>(k) * N];
         C[static_cast<size_t>(row) * N + col] = sum;
@@ -96,7 +96,8 @@ static void launch_naive(cublasHandle_t, const Gemm& g) {
 template <int TILE>
 static void launch_tiled(cublasHandle_t, const Gemm& g) {
     const dim3 block(TILE, TILE);
-    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(g.N, TILE)), static_cast<unsigned>(lesson::ceil_div(g.M, TILE)));
+    const dim3 grid(static_cast<unsigned>(lesson::ceil_div(g.N, TILE)),
+                    static_cast<unsigned>(lesson::ceil_div(g.M, TILE)));
     matMulTiled<TILE><<<grid, block>>>(g.A, g.B, g.C, g.M, g.N, g.K);
     CUDA_CHECK_LAUNCH();
 }
@@ -136,8 +137,8 @@ static std::vector<int64_t> rows_to_check(const Shape& s, uint64_t seed) {
 
 // The whole story for one shape: allocate, copy in, then for each variant poison C,
 // launch, copy out, verify (and time when repeat > 0); free. Returns the median ms per variant.
-static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, bool inject_fault, cublasHandle_t handle,
-                                     lesson::Report& report, double* cpu_ms) {
+static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, bool inject_fault,
+                                     cublasHandle_t handle, lesson::Report& report, double* cpu_ms) {
     const size_t a_n = size_t(s.M) * s.K, b_n = size_t(s.K) * s.N, c_n = size_t(s.M) * s.N;
     std::vector<float> h_A(a_n), h_B(b_n);
     verify::fill_uniform(h_A.data(), a_n, seed);
@@ -150,8 +151,9 @@ static std::vector<double> run_shape(const Shape& s, uint64_t seed, int repeat, 
     const std::vector<int64_t>& rows = ref.rows;
     const bool all_rows = int64_t(rows.size()) == s.M;
     const double tol = 1e-4 * std::max(1.0, std::sqrt(double(s.K) / 4096.0));  // fp32 sums: error grows ~sqrt(K)
-    const std::string what = all_rows ? "every element" : "every element of " + std::to_string(rows.size()) +
-                                                              " rows (0, M-1 and random ones)";
+    const std::string what = all_rows
+                                 ? "every element"
+                                 : "every element of " + std::to_string(rows.size()) + " rows (0, M-1 and random ones)";
 
     // 1. Allocate device memory. 2. Copy the inputs in.
     float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
@@ -207,8 +209,9 @@ int main(int argc, char** argv) {
     cli.add_int("m", &m, 1, kMaxDim, "rows of A and C", 128);
     cli.add_int("n", &n, 1, kMaxDim, "columns of B and C", 128);
     cli.add_int("k", &k, 1, kMaxDim, "columns of A = rows of B", 128);
-    cli.add_switch("extra", &extra,
-                   "also check the awkward shapes 1000x1023x1025 (--quick: 100x123x125) and 1x1x1 (--extra=false: skip)");
+    cli.add_switch(
+        "extra", &extra,
+        "also check the awkward shapes 1000x1023x1025 (--quick: 100x123x125) and 1x1x1 (--extra=false: skip)");
     cli.parse_or_exit(argc, argv);
 
     const Shape main_shape{m, n, k};
@@ -221,7 +224,8 @@ int main(int argc, char** argv) {
                                 "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k));
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     lesson::require_device_memory(uint64_t(4 * (a_b + c)) + (64ull << 20),  // + cuBLAS workspace
-                                  "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k));
+                                  "--m=" + std::to_string(m) + " --n=" + std::to_string(n) +
+                                      " --k=" + std::to_string(k));
 
     lesson::Report report("06_tiled_matmul");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
@@ -237,7 +241,8 @@ int main(int argc, char** argv) {
 
     // The measured shape: every variant verified, then timed.
     double cpu_ms = 0;
-    std::vector<double> ms = run_shape(main_shape, opt.seed, int(opt.repeat), opt.inject_fault, handle, report, &cpu_ms);
+    std::vector<double> ms =
+        run_shape(main_shape, opt.seed, int(opt.repeat), opt.inject_fault, handle, report, &cpu_ms);
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
     // The shapes that break kernels without boundary handling: verified, not timed.
     if (extra) {
@@ -257,8 +262,8 @@ int main(int argc, char** argv) {
     report.timing(lesson::kTimingMethod);
     for (int v = 0; v < kVariantCount; ++v)
         report.variant_yardstick(kVariants[v].name, ms[v], gflops(ms[v]), "GFLOP/s", cublas, "cuBLAS", small);
-    report.variant_bound(std::string(kVariants[kCublas].name) + " against the FP32 peak", ms[kCublas], cublas, "GFLOP/s", peak,
-                         "FP32 peak");
+    report.variant_bound(std::string(kVariants[kCublas].name) + " against the FP32 peak", ms[kCublas], cublas,
+                         "GFLOP/s", peak, "FP32 peak");
     report.metric("speedup tiled 16x16 over naive", ms[kNaive] / ms[kTiled16], "x");
     report.metric("speedup tiled 32x32 over naive", ms[kNaive] / ms[kTiled32], "x");
     // Global loads the kernels issue (the text's count): naive 2*M*N*K; tiled: each element of

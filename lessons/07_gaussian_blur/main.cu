@@ -36,9 +36,9 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
-constexpr int kTileW = 128;        // a tile is kTileW x kTileH output pixels, one block of kTileW x kRows threads
-constexpr int kRows = 4;           // thread rows per block
-constexpr int kPer = 8;            // output pixels per thread, one column of kPer consecutive rows
+constexpr int kTileW = 128;      // a tile is kTileW x kTileH output pixels, one block of kTileW x kRows threads
+constexpr int kRows = 4;         // thread rows per block
+constexpr int kPer = 8;          // output pixels per thread, one column of kPer consecutive rows
 constexpr int kBlocksPerSm = 3;  // tiled blocks that must fit on one SM: caps registers per thread
 constexpr int kTileH = kRows * kPer;
 constexpr int kHaloW = 32, kHaloH = 8;  // the one-tile kernel: a 32 x 8 block writes a 32 x 8 tile
@@ -95,8 +95,8 @@ __global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ ou
 //    registers into shared memory; 2. __syncthreads(); 3. issue the loads of the block's next tile
 //    into registers; 4. blur this tile from shared memory while those loads are in flight.
 // Two shared buffers take turns, so one barrier per tile is enough.
-__global__ void __launch_bounds__(kTileW * kRows, kBlocksPerSm)
-blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+__global__ void __launch_bounds__(kTileW* kRows, kBlocksPerSm)
+    blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
     __shared__ float tile[2][kTileH + 2][kTileW + 2];
     const size_t image = static_cast<size_t>(blockIdx.z) * width * height;
     in += image;
@@ -126,7 +126,7 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
     };
     const int first = blockIdx.x, step = gridDim.x;
     if (first < tiles) load(first);
-    int b = 0;  // the shared buffer of this tile
+    int b = 0;                                           // the shared buffer of this tile
     for (int k = first; k < tiles; k += step, b ^= 1) {  // the same trip count in every thread
 #pragma unroll
         for (int p = 0; p < kPasses; ++p) {
@@ -149,7 +149,8 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
         for (int i = 0; i < kPer; ++i) {
             const int y = y0 + i;
             if (x < width && y < height)
-                out[static_cast<size_t>(y) * width + x] = taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
+                out[static_cast<size_t>(y) * width + x] =
+                    taps121(across[i], across[i + 1], across[i + 2]) * (1.0f / 16.0f);
         }
     }
 }
@@ -160,17 +161,17 @@ blur3x3Tiled(const float* __restrict__ in, float* __restrict__ out, int width, i
 // brought those lines into L1, so they cost no DRAM traffic), sums [1 2 1] across, and keeps
 // the last three rows of those sums in registers: the vertical [1 2 1] needs no reload. Each
 // input row is read from DRAM once per strip (plus 2 halo rows per kStrip, mostly L2 hits).
-constexpr int kStrip = 16;                   // output rows per thread
-constexpr int kRowsX = 64, kRowsY = 4;      // block: 64 column groups x 4 strips
+constexpr int kStrip = 16;              // output rows per thread
+constexpr int kRowsX = 64, kRowsY = 4;  // block: 64 column groups x 4 strips
 template <int VEC>
-__global__ void __launch_bounds__(kRowsX * kRowsY)
-blur3x3Rows(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+__global__ void __launch_bounds__(kRowsX* kRowsY)
+    blur3x3Rows(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
     const int x = VEC * (blockIdx.x * kRowsX + threadIdx.x);  // first of this thread's columns
     if (x >= width) return;
     const int y0 = (blockIdx.y * kRowsY + threadIdx.y) * kStrip;
     if (y0 >= height) return;
     const int xl = max(x - 1, 0), xr = min(x + VEC, width - 1);  // clamp-to-edge across
-    auto across = [&](int y, float (&sum)[VEC]) {  // [1 2 1] across row y (clamped) for the VEC columns
+    auto across = [&](int y, float(&sum)[VEC]) {                 // [1 2 1] across row y (clamped) for the VEC columns
         const float* row = in + static_cast<size_t>(clampToEdge(y, height)) * width;
         float c[VEC + 2];
         c[0] = row[xl];
@@ -266,8 +267,9 @@ int main(int argc, char** argv) {
     lesson::CommonOptions opt;
     int64_t n = 8192, width = 8192, height = 8192;
     int64_t batch = 12000, image_w = 100, image_h = 75, chunk = 1000, nstreams = 3;
-    lesson::Cli cli("gaussian_blur", "3x3 Gaussian blur (clamp-to-edge): naive vs tiled on one large image, "
-                                     "then a batch of small images streamed in chunks.");
+    lesson::Cli cli("gaussian_blur",
+                    "3x3 Gaussian blur (clamp-to-edge): naive vs tiled on one large image, "
+                    "then a batch of small images streamed in chunks.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 32768, "square large image: sets --width and --height");
     cli.add_int("width", &width, 1, 32768, "large image width in pixels", 1000);
@@ -293,12 +295,13 @@ int main(int argc, char** argv) {
                                    " --batch=" + std::to_string(batch) + " --image-width=" + std::to_string(image_w) +
                                    " --image-height=" + std::to_string(image_h);
     // Host: the large image in, one result, the double reference; the batch in and out, pinned.
-    lesson::require_host_memory(pixels * (2 * sizeof(float) + sizeof(double)) + 2 * batch_bytes,
-                                "pageable + pinned", size_flags);
+    lesson::require_host_memory(pixels * (2 * sizeof(float) + sizeof(double)) + 2 * batch_bytes, "pageable + pinned",
+                                size_flags);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     // Device: part 1 needs in + out of the large image; part 2 an in + out slot per stream.
     lesson::require_device_memory(std::max(2 * pixels * sizeof(float), 2 * nstreams * chunk_bytes),
-                                  size_flags + " --chunk=" + std::to_string(chunk) + " --streams=" + std::to_string(nstreams));
+                                  size_flags + " --chunk=" + std::to_string(chunk) +
+                                      " --streams=" + std::to_string(nstreams));
 
     lesson::Report report("07_gaussian_blur");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
@@ -354,7 +357,8 @@ int main(int argc, char** argv) {
         r.launch(image);
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
         if (opt.inject_fault) verify::inject_fault(h_out.data(), pixels, opt.seed);
-        report.check(verify::compare(h_out.data(), ref.data(), pixels, 1e-5, std::string(r.name) + ", every pixel of " + dims, ref_rms));
+        report.check(verify::compare(h_out.data(), ref.data(), pixels, 1e-5,
+                                     std::string(r.name) + ", every pixel of " + dims, ref_rms));
         rung_ms.push_back(lesson::time_median_ms(int(opt.repeat), [&] { r.launch(image); }));
     }
     CUDA_CHECK(cudaFree(d_in));
@@ -364,7 +368,7 @@ int main(int argc, char** argv) {
     // The PCIe bound at this chunk size: bursts of back-to-back chunk copies, best of several trials.
     const lesson::LinkRates link = lesson::measure_link_gbps(chunk_bytes, true);
     float *h_bin = nullptr, *h_bout = nullptr;
-    CUDA_CHECK(cudaMallocHost(&h_bin, batch_bytes));   // pinned: cudaMemcpyAsync can overlap with kernels
+    CUDA_CHECK(cudaMallocHost(&h_bin, batch_bytes));  // pinned: cudaMemcpyAsync can overlap with kernels
     CUDA_CHECK(cudaMallocHost(&h_bout, batch_bytes));
     verify::fill_uniform(h_bin, batch * image_px, opt.seed + 1);  // staged before any timing
 
@@ -391,12 +395,13 @@ int main(int argc, char** argv) {
             const size_t first = ch.first * image_px, nbytes = ch.count * image_bytes;
             CUDA_CHECK(cudaMemcpyAsync(d_cin, h_bin + first, nbytes, cudaMemcpyHostToDevice, st));
             if (one_launch_per_chunk) {  // blockIdx.z picks the image: ch.count <= --chunk <= 65535
-                blur3x3Tiled<<<dim3(image_tiles, 1, unsigned(ch.count)), block, 0, st>>>(d_cin, d_cout, int(image_w), int(image_h));
+                blur3x3Tiled<<<dim3(image_tiles, 1, unsigned(ch.count)), block, 0, st>>>(d_cin, d_cout, int(image_w),
+                                                                                         int(image_h));
                 CUDA_CHECK_LAUNCH();
             } else {  // the original text's way: one launch per image
                 for (uint64_t i = 0; i < ch.count; ++i) {
                     blur3x3Tiled<<<dim3(image_tiles, 1, 1), block, 0, st>>>(d_cin + i * image_px, d_cout + i * image_px,
-                                                                        int(image_w), int(image_h));
+                                                                            int(image_w), int(image_h));
                     CUDA_CHECK_LAUNCH();
                 }
             }
@@ -417,8 +422,8 @@ int main(int argc, char** argv) {
             t.push_back(timer.ms());
         }
         *ms = lesson::median(t);
-        report.check(verify_images(h_bin, h_bout, image_w, image_h, batch, what + ", every pixel of " +
-                                   std::to_string(batch) + " images"));
+        report.check(verify_images(h_bin, h_bout, image_w, image_h, batch,
+                                   what + ", every pixel of " + std::to_string(batch) + " images"));
     };
     double per_image_ms = 0, per_chunk_ms = 0;
     run_and_verify(false, "streamed batch, one launch per image", &per_image_ms);
@@ -463,11 +468,14 @@ int main(int argc, char** argv) {
                          link_bytes / (per_chunk_ms * 1e6), "GB/s", bound_gbps, "PCIe bound");
     report.metric("PCIe bound of the batch (H2D + D2H)", bound_ms, "ms");
     if (uint64_t(batch) > plan.count)
-        report.metric("cost of each extra launch", 1000.0 * (per_image_ms - per_chunk_ms) / double(batch - plan.count), "us");
+        report.metric("cost of each extra launch", 1000.0 * (per_image_ms - per_chunk_ms) / double(batch - plan.count),
+                      "us");
     report.metric("one launch per chunk vs per image", per_image_ms / per_chunk_ms, "x faster");
     report.note("border rule: clamp-to-edge (a neighbour outside the image reads the nearest edge pixel)");
-    report.note("kernel GB/s count one read of the input and one write of the output; pipeline GB/s count H2D + D2H bytes");
-    report.note("pipeline times: inputs already staged in pinned memory, host clock around issue + cudaDeviceSynchronize");
+    report.note(
+        "kernel GB/s count one read of the input and one write of the output; pipeline GB/s count H2D + D2H bytes");
+    report.note(
+        "pipeline times: inputs already staged in pinned memory, host clock around issue + cudaDeviceSynchronize");
     char key[128];
     std::snprintf(key, sizeof key, "%s %.0f GB/s at %s; batch pipeline %.0f%% of PCIe bound", rungs[best].name,
                   best_gbps, dims.c_str(), 100.0 * bound_ms / per_chunk_ms);

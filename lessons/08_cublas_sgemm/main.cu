@@ -40,8 +40,8 @@
 // result, which in memory IS row-major C. Swap the operands (B first) and the
 // dimensions (N, M, K); each leading dimension is the row length of the
 // row-major array (B: N, A: K, C: N). No data moves, nothing is transposed.
-static void sgemm_row_major(cublasHandle_t handle, int M, int N, int K, float alpha, const float* d_A,
-                            const float* d_B, float beta, float* d_C) {
+static void sgemm_row_major(cublasHandle_t handle, int M, int N, int K, float alpha, const float* d_A, const float* d_B,
+                            float beta, float* d_C) {
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, d_B, N, d_A, K, &beta, d_C, N));
 }
 
@@ -120,16 +120,17 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 1, 32768, "columns of B and C in the non-square product", 70);
     cli.add_int("k", &k, 1, 32768, "columns of A, rows of B in the non-square product", 130);
     cli.add_int("bench", &bench, 1, 16384, "side of the square product timed in fp32 and TF32", 256);
-    cli.add_int("check-rows", &check_rows, 1, 16384, "rows of the --bench product checked (and of --square for the text's call)", 16);
+    cli.add_int("check-rows", &check_rows, 1, 16384,
+                "rows of the --bench product checked (and of --square for the text's call)", 16);
     cli.parse_or_exit(argc, argv);
     if (check_rows > std::min(square, bench))
-        lesson::bad_input("--check-rows=" + std::to_string(check_rows) + " exceeds the rows of --square=" +
-                          std::to_string(square) + " or --bench=" + std::to_string(bench) +
-                          "; allowed: 1 to min(--square, --bench)");
+        lesson::bad_input("--check-rows=" + std::to_string(check_rows) +
+                          " exceeds the rows of --square=" + std::to_string(square) +
+                          " or --bench=" + std::to_string(bench) + "; allowed: 1 to min(--square, --bench)");
 
     const double S = double(square), B = double(bench), f = sizeof(float), d = sizeof(double);
-    const double host_bytes = std::max({S * S * (4 * f + d), (m * k + k * n + m * n) * f + m * n * d,
-                                        B * B * 3 * f + check_rows * B * (f + d)});
+    const double host_bytes = std::max(
+        {S * S * (4 * f + d), (m * k + k * n + m * n) * f + m * n * d, B * B * 3 * f + check_rows * B * (f + d)});
     const double dev_bytes = std::max({3 * S * S, double(m * k + k * n + m * n), 3 * B * B}) * f;
     const std::string sizes = "--square/--m/--n/--k/--bench";
     lesson::require_host_memory(uint64_t(host_bytes), "pageable", sizes);
@@ -155,7 +156,8 @@ int main(int argc, char** argv) {
     report.config("seed", opt.seed);
     report.config("cublas_version", int64_t(version));
     const char* tf32_env = std::getenv("NVIDIA_TF32_OVERRIDE");
-    if (tf32_env) report.note(std::string("NVIDIA_TF32_OVERRIDE=") + tf32_env + " is set: it overrides the math modes below");
+    if (tf32_env)
+        report.note(std::string("NVIDIA_TF32_OVERRIDE=") + tf32_env + " is set: it overrides the math modes below");
     const int R = static_cast<int>(opt.repeat);
 
     // 1. Square: the text's call against the fix.
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
         p.poison_c();
         sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
         p.copy_c_back();
-        double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+        double ms =
+            lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
         report.variant("fix, fp32, " + p.shape(), ms, tflops(S, S, S, ms), "TFLOP/s");
 
         lesson::HostTimer cpu;
@@ -177,7 +180,8 @@ int main(int argc, char** argv) {
         verify::matmul_reference(p.h_A.data(), p.h_B.data(), ref.data(), p.M, p.N, p.K);
         report.cpu_reference_ms(cpu.ms(), verify::host_threads());
         report.note("CPU reference time is the full " + p.shape() + " product in double");
-        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4, "fix C^T = B^T A^T, " + p.shape() + ", every element"));
+        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
+                                     "fix C^T = B^T A^T, " + p.shape() + ", every element"));
 
         // What the text's call returns, on a sample of rows (information, not a check).
         const std::vector<int64_t> rows = verify::sample_rows(p.M, check_rows, opt.seed + 7);
@@ -188,8 +192,10 @@ int main(int argc, char** argv) {
         report.metric("text's call " + p.shape() + ": rel-L2 vs A*B", vs_ab, "");
         report.metric("text's call " + p.shape() + ": rel-L2 vs B*A", vs_ba, "");
         char buf[200];
-        std::snprintf(buf, sizeof buf, "the original text's call on %s returns B*A (rel-L2 %.1e), not A*B (rel-L2 %.2f); %lld rows compared",
-                      p.shape().c_str(), vs_ba, vs_ab, (long long)check_rows);
+        std::snprintf(
+            buf, sizeof buf,
+            "the original text's call on %s returns B*A (rel-L2 %.1e), not A*B (rel-L2 %.2f); %lld rows compared",
+            p.shape().c_str(), vs_ba, vs_ab, (long long)check_rows);
         report.note(buf);
     }
 
@@ -220,7 +226,8 @@ int main(int argc, char** argv) {
         report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
                                      "fix, " + p.shape() + ", then beta=1 into the same C: 2*A*B, every element"));
 
-        double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+        double ms =
+            lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
         report.variant("fix, fp32, " + p.shape(), ms, tflops(m, n, k, ms), "TFLOP/s");
     }
 
@@ -242,7 +249,8 @@ int main(int argc, char** argv) {
             p.poison_c();
             sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
             p.copy_c_back();
-            double ms = lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+            double ms = lesson::time_median_ms(
+                R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
             double rate = tflops(B, B, B, ms);
             if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
             const double peak = mode.unit == lesson::MathUnit::Tf32Tensor ? tf32_peak : fp32_peak;

@@ -53,16 +53,17 @@ static void gemm_strided_batched(cublasHandle_t handle, int n, const float* d_A,
 
 // The CPU's side of the check for one chunk, computed from that chunk's inputs only.
 struct ChunkReference {
-    std::vector<double> sums;      // sum of every product's elements, O(n^2) each (verify/gemm_checksum.h)
+    std::vector<double> sums;       // sum of every product's elements, O(n^2) each (verify/gemm_checksum.h)
     std::vector<uint64_t> sampled;  // products (index within the chunk) checked element by element
-    std::vector<double> products;  // their double-precision products, n*n each
+    std::vector<double> products;   // their double-precision products, n*n each
 };
 
 static ChunkReference reference_for_chunk(const float* A, const float* B, int64_t n, lesson::Chunk c, int64_t samples,
                                           uint64_t seed) {
     const uint64_t nn = uint64_t(n) * n;
     ChunkReference ref;
-    for (uint64_t p = 0; p < c.count; ++p) ref.sums.push_back(verify::matmul_sum_reference(A + p * nn, B + p * nn, n, n, n));
+    for (uint64_t p = 0; p < c.count; ++p)
+        ref.sums.push_back(verify::matmul_sum_reference(A + p * nn, B + p * nn, n, n, n));
     std::vector<uint64_t> pick(c.count);  // `samples` distinct products of this chunk, from the seed
     std::iota(pick.begin(), pick.end(), uint64_t(0));
     std::mt19937_64 rng(seed * 1000003 + c.index);
@@ -133,8 +134,8 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     // A cuBLAS workspace per stream: 32 MiB, the size cuBLAS's documentation recommends for Hopper.
     const size_t ws_bytes = size_t(32) << 20;
-    lesson::require_device_memory(std::max(uint64_t(batch) * 3 * mat_bytes, S * (3 * chunk_bytes + ws_bytes) + 2 * chunk_bytes),
-                                  sizes);
+    lesson::require_device_memory(
+        std::max(uint64_t(batch) * 3 * mat_bytes, S * (3 * chunk_bytes + ws_bytes) + 2 * chunk_bytes), sizes);
 
     lesson::Report report("09_cublas_strided_batched");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
@@ -284,7 +285,8 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaStreamSynchronize(stream[0]));
         const std::string name = "chunked, staged, " + std::to_string(slots) + (slots == 1 ? " stream" : " streams");
         check_staged(name);
-        const double ms = lesson::time_median_ms(R, [&] { staged_pipeline(slots); }, stream[0]);
+        const double ms = lesson::time_median_ms(
+            R, [&] { staged_pipeline(slots); }, stream[0]);
         report.variant_bound(name, ms, (h2d_bytes + d2h_bytes) / (ms * 1e6), "GB/s", bound_gbps, bound_name);
         ms_by_slots[v] = ms;
     }

@@ -40,21 +40,25 @@ int main(int argc, char** argv) {
     // ---- Flags: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = 1024, batch = 128, chunk = 4, streams = 3, full_checks = 16;
-    lesson::Cli cli("cublas_cufft_pipeline",
-                    "Y = T * X for every image X (one shared complex matrix T), then a 2D FFT of Y, over chunks and streams.");
+    lesson::Cli cli(
+        "cublas_cufft_pipeline",
+        "Y = T * X for every image X (one shared complex matrix T), then a 2D FFT of Y, over chunks and streams.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 2, 4096, "image side: images and T are n x n complex (any size; cuFFT takes all)", 128);
     cli.add_int("batch", &batch, 1, int64_t(1) << 20, "images in the batch", 14);
     cli.add_int("chunk", &chunk, 1, int64_t(1) << 20, "images per chunk (one GEMM call and one FFT call each)", 4);
     cli.add_int("streams", &streams, 1, 16, "streams; each owns one slot of device buffers and one FFT plan");
-    cli.add_int("full-checks", &full_checks, 1, 1024, "chunks whose random image is verified in full (O(n^3) on the CPU each)");
+    cli.add_int("full-checks", &full_checks, 1, 1024,
+                "chunks whose random image is verified in full (O(n^3) on the CPU each)");
     cli.parse_or_exit(argc, argv);
     if (chunk > batch)
         lesson::bad_input("--chunk=" + std::to_string(chunk) + " is larger than --batch=" + std::to_string(batch) +
                           "; allowed: 1 <= chunk <= batch");
     if (chunk * n * n > INT32_MAX)
-        lesson::bad_input("--chunk=" + std::to_string(chunk) + " x --n=" + std::to_string(n) + "^2 elements passes 2^31 - 1; "
-                          "cufftPlanMany takes int sizes: allowed chunk <= " + std::to_string(INT32_MAX / (n * n)));
+        lesson::bad_input("--chunk=" + std::to_string(chunk) + " x --n=" + std::to_string(n) +
+                          "^2 elements passes 2^31 - 1; "
+                          "cufftPlanMany takes int sizes: allowed chunk <= " +
+                          std::to_string(INT32_MAX / (n * n)));
 
     const size_t N = static_cast<size_t>(n), img_elems = N * N, img_bytes = img_elems * sizeof(cuComplex);
     const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
@@ -87,7 +91,8 @@ int main(int argc, char** argv) {
     std::vector<cuComplex> h_t(img_elems);
     const size_t img_floats = 2 * img_elems;  // every value a pure function of (seed, index): images fill in parallel
     verify::parallel_for(batch, [&](int64_t b) {
-        verify::fill_uniform(reinterpret_cast<float*>(h_in + b * img_elems), img_floats, opt.seed, -1.f, 1.f, b * img_floats);
+        verify::fill_uniform(reinterpret_cast<float*>(h_in + b * img_elems), img_floats, opt.seed, -1.f, 1.f,
+                             b * img_floats);
     });
     verify::fill_uniform(reinterpret_cast<float*>(h_t.data()), 2 * img_elems, opt.seed + 1);
     const float t_scale = 1.0f / std::sqrt(static_cast<float>(n));  // keeps |T x| about |x|
@@ -103,7 +108,8 @@ int main(int argc, char** argv) {
     const size_t ws_bytes = size_t(32) << 20;
     std::vector<cudaStream_t> stream(streams);
     std::vector<cudaEvent_t> done(streams);
-    std::vector<cufftHandle> fft(streams);  // one plan per stream: a plan's work area must not be shared by two streams at once
+    std::vector<cufftHandle> fft(
+        streams);  // one plan per stream: a plan's work area must not be shared by two streams at once
     const int dims[2] = {static_cast<int>(n), static_cast<int>(n)};
     const int dist = static_cast<int>(img_elems);
     for (int64_t s = 0; s < streams; ++s) {
@@ -142,8 +148,8 @@ int main(int argc, char** argv) {
     auto transform = [&](int64_t s, int64_t count) {
         CUBLAS_CHECK(cublasSetStream(blas, stream[s]));
         CUBLAS_CHECK(cublasSetWorkspace(blas, d_ws[s], ws_bytes));
-        CUBLAS_CHECK(cublasCgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s], (int)n,
-                                               (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s], (int)n,
+        CUBLAS_CHECK(cublasCgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, d_x[s],
+                                               (int)n, (long long)img_elems, d_t, (int)n, 0LL, &zero, d_y[s], (int)n,
                                                (long long)img_elems, (int)count));
     };
     // 2D FFT of every image of one slot, in place, on stream s.
@@ -183,30 +189,38 @@ int main(int argc, char** argv) {
     // library calls free to overlap, then the real pipeline, whose output (after poisoning the
     // host copy) is what gets verified.
     const int rep = static_cast<int>(opt.repeat);
-    const double seq_ms = lesson::time_median_ms(rep, [&] { pipeline(1, false); }, stream[0]);
-    const double free_ms = lesson::time_median_ms(rep, [&] { pipeline(streams, false); }, stream[0]);
+    const double seq_ms = lesson::time_median_ms(
+        rep, [&] { pipeline(1, false); }, stream[0]);
+    const double free_ms = lesson::time_median_ms(
+        rep, [&] { pipeline(streams, false); }, stream[0]);
     std::memset(h_out, 0xFF, batch * img_bytes);
-    const double pipe_ms = lesson::time_median_ms(rep, [&] { pipeline(streams, true); }, stream[0]);
+    const double pipe_ms = lesson::time_median_ms(
+        rep, [&] { pipeline(streams, true); }, stream[0]);
     CUDA_CHECK(cudaDeviceSynchronize());
 
     // ---- Per-stage GPU time, one full chunk on slot 0 (its buffers were written by the runs above).
-    const double gemm_ms = lesson::time_median_ms(rep, [&] { transform(0, chunk); }, stream[0]);
-    const double fft_ms = lesson::time_median_ms(rep, [&] { transform_fft(0, chunk); }, stream[0]);
+    const double gemm_ms = lesson::time_median_ms(
+        rep, [&] { transform(0, chunk); }, stream[0]);
+    const double fft_ms = lesson::time_median_ms(
+        rep, [&] { transform_fft(0, chunk); }, stream[0]);
     // ---- The compute bound: every chunk's GEMM + FFT over the same streams, free to overlap, no
     // copies. No pipeline computes its batch faster than this (its slot data is left as it is).
-    const double compute_ms = lesson::time_median_ms(rep, [&] {
-        CUDA_CHECK(cudaEventRecord(fork, stream[0]));
-        for (int64_t s = 1; s < streams; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
-        for (uint64_t c = 0; c < plan.count; ++c) {
-            const int64_t s = static_cast<int64_t>(c % streams);
-            transform(s, plan.at(c).count);
-            transform_fft(s, plan.at(c).count);
-        }
-        for (int64_t s = 1; s < streams; ++s) {
-            CUDA_CHECK(cudaEventRecord(done[s], stream[s]));
-            CUDA_CHECK(cudaStreamWaitEvent(stream[0], done[s], 0));
-        }
-    }, stream[0]);
+    const double compute_ms = lesson::time_median_ms(
+        rep,
+        [&] {
+            CUDA_CHECK(cudaEventRecord(fork, stream[0]));
+            for (int64_t s = 1; s < streams; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
+            for (uint64_t c = 0; c < plan.count; ++c) {
+                const int64_t s = static_cast<int64_t>(c % streams);
+                transform(s, plan.at(c).count);
+                transform_fft(s, plan.at(c).count);
+            }
+            for (int64_t s = 1; s < streams; ++s) {
+                CUDA_CHECK(cudaEventRecord(done[s], stream[s]));
+                CUDA_CHECK(cudaStreamWaitEvent(stream[0], done[s], 0));
+            }
+        },
+        stream[0]);
 
     // ---- Verify (host side; the GPU is done). The full CPU reference is O(n^3) per image, so:
     //  (1) whole images in full: one random image from each of `nfull` chunks spread over the batch;
@@ -223,7 +237,8 @@ int main(int argc, char** argv) {
     auto gpu_image = [&](int64_t img) { return reinterpret_cast<const float*>(h_out + img * img_elems); };
     auto full_reference = [&](int64_t img) {  // double: Y = T X, then the 2D FFT of Y
         std::vector<cplx> ref(img_elems);
-        verify::complex_matmul_reference(t_f, reinterpret_cast<const float*>(h_in + img * img_elems), ref.data(), n, n, n);
+        verify::complex_matmul_reference(t_f, reinterpret_cast<const float*>(h_in + img * img_elems), ref.data(), n, n,
+                                         n);
         verify::fft2d(ref.data(), N, N, verify::kForward);
         return ref;
     };
@@ -267,17 +282,21 @@ int main(int argc, char** argv) {
     });
     const double verify_ms = verify_timer.ms();
     char what[200];
-    std::snprintf(what, sizeof what, "%lld whole images in full (one random image in each of %lld chunks) vs double CGEMM + 2D FFT",
+    std::snprintf(what, sizeof what,
+                  "%lld whole images in full (one random image in each of %lld chunks) vs double CGEMM + 2D FFT",
                   (long long)nfull, (long long)nfull);
     report.check(full.result(what));
-    report.check(verify::compare(reinterpret_cast<const float*>(row_gpu.data()), reinterpret_cast<const double*>(row_ref.data()),
-                                 row_gpu.size() * 2, 1e-4, "every image: spectrum row 0 and one random row, row u = FFT(row u of F*T times X)"));
-    report.check(verify::compare(reinterpret_cast<const float*>(sum_gpu.data()), reinterpret_cast<const double*>(sum_ref.data()),
-                                 sum_gpu.size() * 2, 1e-4, "every image: sum of its spectrum = n^2 (T X)[0][0]"));
+    report.check(verify::compare(reinterpret_cast<const float*>(row_gpu.data()),
+                                 reinterpret_cast<const double*>(row_ref.data()), row_gpu.size() * 2, 1e-4,
+                                 "every image: spectrum row 0 and one random row, row u = FFT(row u of F*T times X)"));
+    report.check(verify::compare(reinterpret_cast<const float*>(sum_gpu.data()),
+                                 reinterpret_cast<const double*>(sum_ref.data()), sum_gpu.size() * 2, 1e-4,
+                                 "every image: sum of its spectrum = n^2 (T X)[0][0]"));
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
     // ---- Report: the stages, then the pipeline against the PCIe bound measured now.
-    const double batch_bytes = static_cast<double>(batch * img_bytes), chunk_bytes = static_cast<double>(chunk * img_bytes);
+    const double batch_bytes = static_cast<double>(batch * img_bytes),
+                 chunk_bytes = static_cast<double>(chunk * img_bytes);
     // The PCIe bound: bursts of chunk-sized copies, best of several trials, measured now.
     const lesson::LinkRates link = lesson::measure_link_gbps(static_cast<size_t>(chunk_bytes), true);
     const double link_ms = lesson::link_bound_ms(batch_bytes, batch_bytes, link);

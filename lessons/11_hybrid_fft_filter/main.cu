@@ -72,8 +72,10 @@ __global__ void normalizeImage(float* img, size_t count, float scale) {
 // every bin), so the low-pass has something to keep and something to remove.
 static float test_pixel(uint64_t seed, int64_t b, int64_t y, int64_t x, int64_t n) {
     const double u = double(x) / n, v = double(y) / n, tau = 2.0 * M_PI;
-    const double smooth = 0.5 + 0.3 * std::cos(tau * 2 * u) * std::cos(tau * 3 * v) + 0.15 * std::cos(tau * (u + 4 * v) + 0.7 * b);
-    return static_cast<float>(smooth) + verify::hash_uniform(seed, static_cast<uint64_t>((b * n + y) * n + x), -0.3f, 0.3f);
+    const double smooth =
+        0.5 + 0.3 * std::cos(tau * 2 * u) * std::cos(tau * 3 * v) + 0.15 * std::cos(tau * (u + 4 * v) + 0.7 * b);
+    return static_cast<float>(smooth) +
+           verify::hash_uniform(seed, static_cast<uint64_t>((b * n + y) * n + x), -0.3f, 0.3f);
 }
 
 // Squared distance of full-spectrum bin (ky, kx) from frequency 0, as the kernel measures it.
@@ -96,7 +98,8 @@ static bool write_pgm(const std::string& path, const std::vector<const float*>& 
         std::fill(row.begin(), row.end(), 255);
         for (size_t k = 0; k < panels.size(); ++k)
             for (int64_t x = 0; x < n; ++x)
-                row[k * (n + gap) + x] = static_cast<unsigned char>(std::lround(255.0 * (panels[k][y * n + x] - lo) / (hi - lo)));
+                row[k * (n + gap) + x] =
+                    static_cast<unsigned char>(std::lround(255.0 * (panels[k][y * n + x] - lo) / (hi - lo)));
         std::fwrite(row.data(), 1, row.size(), f);
     }
     return std::fclose(f) == 0;
@@ -108,7 +111,8 @@ int main(int argc, char** argv) {
     int64_t n = 1024, batch = 32;
     double cutoff = 0.1, level = 0.2;
     std::string out_path;
-    lesson::Cli cli("hybrid_fft_filter", "threshold -> FFT -> low-pass -> inverse FFT on a synthetic image, one stream.");
+    lesson::Cli cli("hybrid_fft_filter",
+                    "threshold -> FFT -> low-pass -> inverse FFT on a synthetic image, one stream.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 8, 8192, "image side (n x n floats; cuFFT takes any size, fastest for 2^a 3^b 5^c 7^d)", 256);
     cli.add_int("batch", &batch, 1, 65535, "images, transformed together by one batched plan", 2);
@@ -120,8 +124,8 @@ int main(int argc, char** argv) {
     const size_t N = static_cast<size_t>(n), half = N / 2 + 1, px = batch * N * N, bins = batch * N * half;
     // Pinned input and output, the unfused variant's output, all references, an n x n double complex array per thread.
     const uint64_t threads_cpu = std::max<uint64_t>(1, std::thread::hardware_concurrency());
-    lesson::require_host_memory(px * (3 * sizeof(float) + sizeof(double)) + threads_cpu * N * N * sizeof(cplx), "pinned + pageable",
-                                "--batch=" + std::to_string(batch) + " --n=" + std::to_string(n));
+    lesson::require_host_memory(px * (3 * sizeof(float) + sizeof(double)) + threads_cpu * N * N * sizeof(cplx),
+                                "pinned + pageable", "--batch=" + std::to_string(batch) + " --n=" + std::to_string(n));
     if (px > static_cast<size_t>(INT32_MAX))
         lesson::bad_input("--batch=" + std::to_string(batch) + " x --n=" + std::to_string(n) +
                           "^2 pixels passes 2^31 - 1; cufftPlanMany takes int sizes: allowed batch <= " +
@@ -167,8 +171,9 @@ int main(int argc, char** argv) {
 
     const int threads = 256;
     const unsigned px_blocks = static_cast<unsigned>(lesson::ceil_div(px, threads));
-    const dim3 spec_block(32, 8), spec_grid(static_cast<unsigned>(lesson::ceil_div(half, 32)),
-                                            static_cast<unsigned>(lesson::ceil_div(N, 8)), static_cast<unsigned>(batch));
+    const dim3 spec_block(32, 8),
+        spec_grid(static_cast<unsigned>(lesson::ceil_div(half, 32)), static_cast<unsigned>(lesson::ceil_div(N, 8)),
+                  static_cast<unsigned>(batch));
     const double keep_radius = cutoff * (n / 2.0), keep_r2 = keep_radius * keep_radius;
     const float inv_scale = 1.0f / static_cast<float>(N * N);
     // The device part of the pipeline, all on `stream`. fused = the 1/(n*n) rides in the low-pass.
@@ -176,7 +181,8 @@ int main(int argc, char** argv) {
         thresholdImage<<<px_blocks, threads, 0, stream>>>(d_in, d_work, px, static_cast<float>(level));
         CUDA_CHECK_LAUNCH();
         CUFFT_CHECK(cufftExecR2C(fwd, d_work, d_spec));
-        lowPassNormalize<<<spec_grid, spec_block, 0, stream>>>(d_spec, (int)n, (int)half, keep_r2, fused ? inv_scale : 1.0f);
+        lowPassNormalize<<<spec_grid, spec_block, 0, stream>>>(d_spec, (int)n, (int)half, keep_r2,
+                                                               fused ? inv_scale : 1.0f);
         CUDA_CHECK_LAUNCH();
         CUFFT_CHECK(cufftExecC2R(inv, d_spec, d_work));  // C2R may overwrite d_spec: fine, it is not needed again
         if (!fused) {
@@ -205,18 +211,28 @@ int main(int argc, char** argv) {
 
     // ---- Timing: each stage alone, then the device pipeline both ways (d_in is never written, so reruns are alike).
     const int rep = static_cast<int>(opt.repeat);
-    const double thr_ms = lesson::time_median_ms(rep, [&] {
-        thresholdImage<<<px_blocks, threads, 0, stream>>>(d_in, d_work, px, static_cast<float>(level));
-        CUDA_CHECK_LAUNCH();
-    }, stream);
-    const double r2c_ms = lesson::time_median_ms(rep, [&] { CUFFT_CHECK(cufftExecR2C(fwd, d_work, d_spec)); }, stream);
-    const double lp_ms = lesson::time_median_ms(rep, [&] {
-        lowPassNormalize<<<spec_grid, spec_block, 0, stream>>>(d_spec, (int)n, (int)half, keep_r2, inv_scale);
-        CUDA_CHECK_LAUNCH();
-    }, stream);
-    const double c2r_ms = lesson::time_median_ms(rep, [&] { CUFFT_CHECK(cufftExecC2R(inv, d_spec, d_work)); }, stream);
-    const double fused_ms = lesson::time_median_ms(rep, [&] { filter_on_device(true); }, stream);
-    const double unfused_ms = lesson::time_median_ms(rep, [&] { filter_on_device(false); }, stream);
+    const double thr_ms = lesson::time_median_ms(
+        rep,
+        [&] {
+            thresholdImage<<<px_blocks, threads, 0, stream>>>(d_in, d_work, px, static_cast<float>(level));
+            CUDA_CHECK_LAUNCH();
+        },
+        stream);
+    const double r2c_ms = lesson::time_median_ms(
+        rep, [&] { CUFFT_CHECK(cufftExecR2C(fwd, d_work, d_spec)); }, stream);
+    const double lp_ms = lesson::time_median_ms(
+        rep,
+        [&] {
+            lowPassNormalize<<<spec_grid, spec_block, 0, stream>>>(d_spec, (int)n, (int)half, keep_r2, inv_scale);
+            CUDA_CHECK_LAUNCH();
+        },
+        stream);
+    const double c2r_ms = lesson::time_median_ms(
+        rep, [&] { CUFFT_CHECK(cufftExecC2R(inv, d_spec, d_work)); }, stream);
+    const double fused_ms = lesson::time_median_ms(
+        rep, [&] { filter_on_device(true); }, stream);
+    const double unfused_ms = lesson::time_median_ms(
+        rep, [&] { filter_on_device(false); }, stream);
     const double e2e_ms = lesson::time_median_ms(rep, pipeline, stream);  // rewrites h_out with the same values
 
     // ---- Verify: the same pipeline on the CPU in double, every pixel of every image
@@ -281,20 +297,21 @@ int main(int argc, char** argv) {
                          "DRAM bound", img_l2);
     report.variant_yardstick("cufftExecR2C (read image, write spectrum)", r2c_ms, (img_b + spec_b) / (r2c_ms * 1e6),
                              "GB/s", d2d, "copy", img_l2);
-    report.variant_bound("lowPassNormalize (read + write spectrum)", lp_ms, 2 * spec_b / (lp_ms * 1e6), "GB/s", dram.gbps,
-                         "DRAM bound", spec_l2);
+    report.variant_bound("lowPassNormalize (read + write spectrum)", lp_ms, 2 * spec_b / (lp_ms * 1e6), "GB/s",
+                         dram.gbps, "DRAM bound", spec_l2);
     report.variant_yardstick("cufftExecC2R (read spectrum, write image)", c2r_ms, (spec_b + img_b) / (c2r_ms * 1e6),
                              "GB/s", d2d, "copy", img_l2);
     // One pass per stage, each reading and writing once: the least traffic of this pipeline.
     const double pipe_b = 2 * img_b + 2 * (img_b + spec_b) + 2 * spec_b;
     report.variant_yardstick("device pipeline, normalize fused", fused_ms, pipe_b / (fused_ms * 1e6), "GB/s", d2d,
                              "copy", img_l2);
-    report.variant_yardstick("device pipeline, normalize own pass", unfused_ms, pipe_b / (unfused_ms * 1e6), "GB/s", d2d,
-                             "copy", img_l2);
+    report.variant_yardstick("device pipeline, normalize own pass", unfused_ms, pipe_b / (unfused_ms * 1e6), "GB/s",
+                             d2d, "copy", img_l2);
     report.variant("end to end: H2D, pipeline, D2H, one sync", e2e_ms, 2 * img_b / (e2e_ms * 1e6), "GB/s");
     report.metric("fusing saved (own pass - fused)", unfused_ms - fused_ms, "ms");
     report.metric("fusing saved, share of the unfused pipeline", 100.0 * (unfused_ms - fused_ms) / unfused_ms, "%");
-    report.note("traffic counted once per stage: image read+write, image->spectrum, spectrum read+write, spectrum->image");
+    report.note(
+        "traffic counted once per stage: image read+write, image->spectrum, spectrum read+write, spectrum->image");
     char key[128];
     std::snprintf(key, sizeof key, "filter %.3f ms for %lld x %lld^2 px (%.0f GB/s)", fused_ms, (long long)batch,
                   (long long)n, pipe_b / (fused_ms * 1e6));

@@ -64,7 +64,8 @@ __global__ void copyWide(const float* __restrict__ in, float* __restrict__ out, 
     if (cols % 4 == 0) {  // rows start 16-byte aligned: 16-byte loads and stores
         const int xc = clampTo(x, cols - 3);
         for (int j = 0; j < kWide / kWideThreads; ++j)
-            v[j] = *reinterpret_cast<const float4*>(in + static_cast<size_t>(clampTo(y0 + kWideThreads * j, rows)) * cols + xc);
+            v[j] = *reinterpret_cast<const float4*>(
+                in + static_cast<size_t>(clampTo(y0 + kWideThreads * j, rows)) * cols + xc);
         for (int j = 0; j < kWide / kWideThreads; ++j) {
             const int y = y0 + kWideThreads * j;
             if (y < rows && x < cols) *reinterpret_cast<float4*>(out + static_cast<size_t>(y) * cols + x) = v[j];
@@ -121,8 +122,8 @@ __global__ void transposeNaive(const float* __restrict__ in, float* __restrict__
 // [r][t] is in bank (33 r + t) % 32 = (r + t) % 32: a column hits 32 banks.
 // rowBlock/colBlock pick the tile; rung 4 passes a reordered pair.
 template <int PAD>
-__device__ void transposeTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
-                              int rowBlock, int colBlock) {
+__device__ void transposeTile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols, int rowBlock,
+                              int colBlock) {
     __shared__ float tile[kTile][kTile + PAD];
     const int r0 = rowBlock * kTile, c0 = colBlock * kTile;
     // Read a tile of in, row by row (coalesced), into shared memory.
@@ -171,8 +172,7 @@ __global__ void transposeWide(const float* __restrict__ in, float* __restrict__ 
     float4 v[kWide / kWideThreads];
     for (int j = 0; j < kWide / kWideThreads; ++j) {
         const size_t row = static_cast<size_t>(clampTo(r0 + ty + kWideThreads * j, rows)) * cols;
-        if (cols % 4 == 0)
-            v[j] = *reinterpret_cast<const float4*>(in + row + clampTo(x, cols - 3));
+        if (cols % 4 == 0) v[j] = *reinterpret_cast<const float4*>(in + row + clampTo(x, cols - 3));
         else
             v[j] = make_float4(in[row + clampTo(x, cols)], in[row + clampTo(x + 1, cols)],
                                in[row + clampTo(x + 2, cols)], in[row + clampTo(x + 3, cols)]);
@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t rows = 16384, cols = 16384;
-    lesson::Cli cli("transpose", "Transposes a rows x cols float matrix with a ladder of kernels, against a copy kernel.");
+    lesson::Cli cli("transpose",
+                    "Transposes a rows x cols float matrix with a ladder of kernels, against a copy kernel.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("rows", &rows, 1, int64_t(1) << 20, "rows of the input matrix", 1000);
     cli.add_int("cols", &cols, 1, int64_t(1) << 20, "columns of the input matrix", 1016);
@@ -333,8 +334,8 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
         if (opt.inject_fault && k + 1 == kRungCount) verify::inject_fault(h_out.data(), N, opt.seed);
         report.check(check_exact(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N,
-                                std::string(rung.name) + ": every element, exact, " +
-                                    (rung.transposes ? "vs the CPU transpose" : "vs the input")));
+                                 std::string(rung.name) + ": every element, exact, " +
+                                     (rung.transposes ? "vs the CPU transpose" : "vs the input")));
         // Time it: relaunches write the same values again.
         ms[k] = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
             rung.launch(d_in, d_out, R, C);
@@ -370,12 +371,13 @@ int main(int argc, char** argv) {
     report.metric("best rung / device-to-device cudaMemcpy", gbps[best] / d2d, "x");
     int blocksPadded = 0, blocksWide = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, kTile * kBlockRows, 0));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, kWideThreads * kWideThreads, 0));
+    CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, kWideThreads * kWideThreads, 0));
     report.metric("resident blocks per SM, padded 32x33", double(blocksPadded), "blocks");
     report.metric("resident blocks per SM, wide 64x65", double(blocksWide), "blocks");
     char key[128];
-    std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", kRungs[best].name, gbps[best],
-                  (long long)rows, (long long)cols);
+    std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", kRungs[best].name, gbps[best], (long long)rows,
+                  (long long)cols);
     report.key_result(key, gbps[best] / copy_gbps, "copy kernel", lesson::Against::Yardstick, in_l2);
     report.default_size(cli.at_default_size());
     report.target("best rung vs the copy kernel", gbps[best] / copy_gbps, 0.90);

@@ -52,7 +52,9 @@
 // lesson::sgemm_row_major asks for C^T (N x M) = B^T (N x K) * A^T (K x M): B first, M and N
 // swapped (common/gemm.h; lesson 08 writes the call out). No copies, no transposes. main()
 // sets CUBLAS_DEFAULT_MATH: true fp32, no TF32 tensor cores.
-static void launch_cublas(cublasHandle_t handle, const Gemm& g) { lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C); }
+static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
+    lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
+}
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
 struct Rung {
@@ -136,7 +138,8 @@ static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle,
     const Gemm g{s.M, s.N, s.K, d_A, d_B, d_C};
     const auto check = [&](const std::string& name, bool inject_here) {  // --inject-fault hits the last one
         if (inject_here) verify::inject_fault(h_C.data(), s.c(), seed);
-        report.check(verify::compare(h_C.data(), ref.data(), s.c(), kTol, name + " vs CPU, every element of " + s.text()));
+        report.check(
+            verify::compare(h_C.data(), ref.data(), s.c(), kTol, name + " vs CPU, every element of " + s.text()));
     };
     run_once([&] { launch_cublas(handle, g); }, g, h_C.data());
     check("cuBLAS SGEMM fp32", inject && rungs.empty());
@@ -169,8 +172,9 @@ int main(int argc, char** argv) {
     const Shape timed{int(m), int(n), int(k)};
     // Part 1 shapes: a square one, one whose rows are not 16-byte aligned (K, N odd) and one that
     // is aligned but cuts every tile short. Part 2: the timed shape.
-    const std::vector<Shape> checks = opt.quick ? std::vector<Shape>{{128, 128, 128}, {201, 123, 77}, {100, 260, 44}}
-                                                : std::vector<Shape>{{1024, 1024, 1024}, {1000, 1023, 1025}, {333, 516, 260}};
+    const std::vector<Shape> checks = opt.quick
+                                          ? std::vector<Shape>{{128, 128, 128}, {201, 123, 77}, {100, 260, 44}}
+                                          : std::vector<Shape>{{1024, 1024, 1024}, {1000, 1023, 1025}, {333, 516, 260}};
 
     // Host: A, B, the cuBLAS result and one rung's result as floats (part 2), or the same plus a
     // double reference (part 1). Device: A, B, two results.
@@ -243,11 +247,12 @@ int main(int argc, char** argv) {
     const Gemm gref{timed.M, timed.N, timed.K, d_A, d_B, d_ref};
     run_once([&] { launch_cublas(handle, gref); }, gref, h_ref.data());
     {
-        const int64_t samples = double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
-        const verify::GemmRows ref = verify::gemm_reference_rows(h_A.data(), h_B.data(), timed.N, timed.K,
-                                                                 verify::sample_rows(timed.M, samples, seed + 102, true));
-        report.check(ref.check_in(h_ref.data(), kTol,
-                                  "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
+        const int64_t samples =
+            double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
+        const verify::GemmRows ref = verify::gemm_reference_rows(
+            h_A.data(), h_B.data(), timed.N, timed.K, verify::sample_rows(timed.M, samples, seed + 102, true));
+        report.check(
+            ref.check_in(h_ref.data(), kTol, "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
     }
     const double cublas_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
     const double cublas_gflops = gflops(cublas_ms);
@@ -275,15 +280,16 @@ int main(int argc, char** argv) {
         }
     }
 
-    report.note("edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load "
-                "zeros and store only inside C; rungs 4-9 use 16-byte accesses only where a row starts 16-byte "
-                "aligned (K % 4 == 0 for A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-9 "
-                "load tiles that lie wholly inside the matrices without checks");
-    report.note("timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked "
-                "against the CPU on sampled rows");
+    report.note(
+        "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load "
+        "zeros and store only inside C; rungs 4-9 use 16-byte accesses only where a row starts 16-byte "
+        "aligned (K % 4 == 0 for A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-9 "
+        "load tiles that lie wholly inside the matrices without checks");
+    report.note(
+        "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked "
+        "against the CPU on sampled rows");
     char key[160];
-    if (best.empty())
-        std::snprintf(key, sizeof key, "no ladder rung ran at %s (see the notes)", timed.text().c_str());
+    if (best.empty()) std::snprintf(key, sizeof key, "no ladder rung ran at %s (see the notes)", timed.text().c_str());
     else
         std::snprintf(key, sizeof key, "best rung '%s' %.0f GFLOP/s at %s", best.c_str(), best_gflops,
                       timed.text().c_str());

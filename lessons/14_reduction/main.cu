@@ -72,8 +72,8 @@ static const Rung kRungs[] = {
     {"6 last warp: cg::reduce", rung6::launch, (const void*)rung6::reduceCg, rung6::kThreads},
     {"7 float4 x4, finish kernel", rung7::launch<float, float>, (const void*)rung7::reduceVec4<float, float>,
      rung7::kThreads},
-    {"8 float4 x4, last block finishes", rung8::launch<float, float>,
-     (const void*)rung8::reduceLastBlock<float, float>, rung8::kThreads},
+    {"8 float4 x4, last block finishes", rung8::launch<float, float>, (const void*)rung8::reduceLastBlock<float, float>,
+     rung8::kThreads},
 };
 constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
 constexpr int kRung7 = 6, kRung8 = 7;  // their places in kRungs
@@ -142,9 +142,8 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     const int sms = prop.multiProcessorCount;
     const size_t work_a = lesson::ceil_div(N, rung1::kThreads), work_b = lesson::ceil_div(work_a, rung1::kThreads);
-    lesson::require_device_memory(N * (sizeof(float) + sizeof(int32_t)) + (work_a + work_b) * sizeof(float) +
-                                      (size_t(64) << 20),
-                                  size_flag);
+    lesson::require_device_memory(
+        N * (sizeof(float) + sizeof(int32_t)) + (work_a + work_b) * sizeof(float) + (size_t(64) << 20), size_flag);
 
     lesson::Report report("14_reduction");
     report.device(prop.name, prop.major, prop.minor, sms, prop.totalGlobalMem / 1e9);
@@ -182,8 +181,7 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kRungs[k].kernel, kRungs[k].threads, 0));
         if (per_sm < 1) lesson::fail_call("CUDA", "occupancy", "a kernel cannot run on this GPU", __FILE__, __LINE__);
         grid[k] = unsigned(per_sm * sms);
-        if (selected(k))
-            report.metric(std::string("resident blocks per SM: ") + kRungs[k].name, per_sm, "blocks");
+        if (selected(k)) report.metric(std::string("resident blocks per SM: ") + kRungs[k].name, per_sm, "blocks");
     }
     int per_sm7i = 0, per_sm8i = 0;  // rungs 7 and 8 with T = int, Acc = long long (the integer sum)
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm7i, rung7::reduceVec4<int, long long>,
@@ -356,8 +354,9 @@ int main(int argc, char** argv) {
     if (int_ms > 0)
         report.variant_bound("8 on int32 -> int64 (exact)", int_ms, gbps(int_ms), "GB/s", dram.gbps, "DRAM bound",
                              in_l2);
-    report.note("float checks: |gpu - ref| <= gamma_d * sum |x_i|, gamma_d = d u / (1 - d u), u = 2^-24, d = additions "
-                "on the longest path of the rung's summation tree; ref = Neumaier-compensated double sum");
+    report.note(
+        "float checks: |gpu - ref| <= gamma_d * sum |x_i|, gamma_d = d u / (1 - d u), u = 2^-24, d = additions "
+        "on the longest path of the rung's summation tree; ref = Neumaier-compensated double sum");
 
     const double best_vs_cub = cub_ms / ms[best];
     char key[160];

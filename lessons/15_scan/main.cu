@@ -27,10 +27,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cub/cub.cuh>
 #include <string>
 #include <type_traits>
 #include <vector>
-#include <cub/cub.cuh>
 
 #include "common/ceilings.h"
 #include "common/check.h"
@@ -59,22 +59,22 @@ using ScanFn = void (*)(const T* in, T* out, size_t n, bool exclusive, void* wor
 // signed overflow is undefined behaviour in C++).
 struct Rung {
     const char* name;
-    size_t tile;                           // > 0: scans each tile of this size on its own
-    size_t (*workspace_bytes)(size_t n);   // device scratch it needs
+    size_t tile;                          // > 0: scans each tile of this size on its own
+    size_t (*workspace_bytes)(size_t n);  // device scratch it needs
     ScanFn<unsigned> scan_int;
     ScanFn<float> scan_float;              // nullptr: int32 only
     uint64_t (*rounding_depth)(size_t n);  // the float error bound's d (verify/scan.h)
 };
 static const Rung kRungs[] = {
-    {"1 Hillis-Steele, 2048-tiles", hillis_steele::kTile, hillis_steele::workspace_bytes,
-     hillis_steele::scan<unsigned>, nullptr, nullptr},
+    {"1 Hillis-Steele, 2048-tiles", hillis_steele::kTile, hillis_steele::workspace_bytes, hillis_steele::scan<unsigned>,
+     nullptr, nullptr},
     {"2 Blelloch, 2048-tiles", blelloch::kTile, blelloch::workspace_bytes, blelloch::scan<unsigned>, nullptr, nullptr},
     {"3 Blelloch padded, 2048-tiles", blelloch_padded::kTile, blelloch_padded::workspace_bytes,
      blelloch_padded::scan<unsigned>, nullptr, nullptr},
     {"4 three-phase", 0, three_phase::workspace_bytes, three_phase::scan<unsigned>, three_phase::scan<float>,
      three_phase::rounding_depth},
-    {"5 single-pass look-back", 0, single_pass::workspace_bytes, single_pass::scan<unsigned>,
-     single_pass::scan<float>, single_pass::rounding_depth},
+    {"5 single-pass look-back", 0, single_pass::workspace_bytes, single_pass::scan<unsigned>, single_pass::scan<float>,
+     single_pass::rounding_depth},
 };
 constexpr int kRungCount = sizeof(kRungs) / sizeof(kRungs[0]);
 
@@ -83,10 +83,8 @@ constexpr int kRungCount = sizeof(kRungs) / sizeof(kRungs[0]);
 // n < 2^32 here, so CUB gets 32-bit offsets, its fastest path.
 template <class T>
 void cub_scan(const T* in, T* out, size_t n, bool exclusive, void* temp, size_t temp_bytes) {
-    if (exclusive)
-        CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, static_cast<unsigned>(n)));
-    else
-        CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, static_cast<unsigned>(n)));
+    if (exclusive) CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, static_cast<unsigned>(n)));
+    else CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, static_cast<unsigned>(n)));
 }
 
 // One timed result, reported once the DRAM bound is measured.
@@ -116,10 +114,11 @@ void run_ladder(const char* type, const T* d_in, T* d_out, T* h_out, size_t n, v
     const double bytes = 2.0 * n * sizeof(T);  // read n, write n: the least any scan moves
     for (bool exclusive : {true, false}) {
         const std::string mode = std::string(type) + (exclusive ? " exclusive: " : " inclusive: ");
-        const double cub_ms = run_and_time([&] { cub_scan(d_in, d_out, n, exclusive, d_work, work_bytes); },
-                                           d_out, h_out, n, repeat);
+        const double cub_ms =
+            run_and_time([&] { cub_scan(d_in, d_out, n, exclusive, d_work, work_bytes); }, d_out, h_out, n, repeat);
         check(h_out, exclusive, nullptr);
-        timed.push_back({mode + (exclusive ? "cub ExclusiveSum" : "cub InclusiveSum"), cub_ms, bytes / (cub_ms * 1e6), 0});
+        timed.push_back(
+            {mode + (exclusive ? "cub ExclusiveSum" : "cub InclusiveSum"), cub_ms, bytes / (cub_ms * 1e6), 0});
         for (int r = 0; r < kRungCount; ++r) {
             const Rung& rung = kRungs[r];
             ScanFn<T> fn = nullptr;
@@ -137,12 +136,14 @@ int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = int64_t(1) << 28, rung = 0, threshold = 0;
-    lesson::Cli cli("scan", "Prefix sums (inclusive and exclusive) of n int32 and floats: a ladder of scans against "
-                            "cub::DeviceScan, then stream compaction against cub::DeviceSelect::If.");
+    lesson::Cli cli("scan",
+                    "Prefix sums (inclusive and exclusive) of n int32 and floats: a ladder of scans against "
+                    "cub::DeviceScan, then stream compaction against cub::DeviceSelect::If.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, (int64_t(1) << 32) - 1, "elements to scan (positions are 32-bit)", int64_t(1) << 20);
     cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0: all; compaction runs with 0 and 5)");
-    cli.add_int("threshold", &threshold, -1001, 1000, "compaction keeps the elements > threshold (inputs: -1000..1000)");
+    cli.add_int("threshold", &threshold, -1001, 1000,
+                "compaction keeps the elements > threshold (inputs: -1000..1000)");
     cli.parse_or_exit(argc, argv);
 
     const size_t N = static_cast<size_t>(n), bytes = N * 4;
@@ -163,8 +164,8 @@ int main(int argc, char** argv) {
     work_bytes = std::max(work_bytes, b);
     CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(N)));
     work_bytes = std::max(work_bytes, b);
-    CUDA_CHECK(cub::DeviceSelect::If(nullptr, b, (int*)nullptr, (int*)nullptr, (unsigned long long*)nullptr,
-                                     int64_t(N), keep));
+    CUDA_CHECK(cub::DeviceSelect::If(nullptr, b, (int*)nullptr, (int*)nullptr, (unsigned long long*)nullptr, int64_t(N),
+                                     keep));
     work_bytes = std::max(work_bytes, b);
     for (const Rung& r : kRungs) work_bytes = std::max(work_bytes, r.workspace_bytes(N));
     // in, out, flags, kept (the float part reuses the same room after the int part).
@@ -206,14 +207,16 @@ int main(int argc, char** argv) {
         run_ladder<unsigned>("int32", reinterpret_cast<const unsigned*>(d_in), reinterpret_cast<unsigned*>(d_out),
                              static_cast<unsigned*>(h_out), N, d_work, work_bytes, int(rung), repeat, timed,
                              [&](const unsigned*, bool exclusive, const Rung* r) {
-            if (opt.inject_fault && !injected && r != nullptr) injected = verify::inject_fault(h_got, N, opt.seed) < N;
-            const bool tiled = r != nullptr && r->tile > 0;
-            const std::string what = std::string("int32 ") + (exclusive ? "exclusive, " : "inclusive, ") +
-                                     (r ? r->name : "cub::DeviceScan") + ": every element, exact" +
-                                     (tiled ? " (each tile on its own)" : "");
-            report.check(verify::check_int_scan(h_got, tiled ? h_tile_ref.data() : h_ref.data(), N, exclusive,
-                                                tiled ? r->tile : 0, what));
-        });
+                                 if (opt.inject_fault && !injected && r != nullptr)
+                                     injected = verify::inject_fault(h_got, N, opt.seed) < N;
+                                 const bool tiled = r != nullptr && r->tile > 0;
+                                 const std::string what = std::string("int32 ") +
+                                                          (exclusive ? "exclusive, " : "inclusive, ") +
+                                                          (r ? r->name : "cub::DeviceScan") + ": every element, exact" +
+                                                          (tiled ? " (each tile on its own)" : "");
+                                 report.check(verify::check_int_scan(h_got, tiled ? h_tile_ref.data() : h_ref.data(), N,
+                                                                     exclusive, tiled ? r->tile : 0, what));
+                             });
 
         // ---- Part 2: stream compaction of the same int32 input, built on rung 5, against cub::DeviceSelect::If.
         if (compaction) {
@@ -230,20 +233,23 @@ int main(int argc, char** argv) {
             for (int k = 0; k < 2; ++k) {  // 0: ours, 1: CUB
                 const char* who = k == 0 ? "flags + scan + scatter" : "cub::DeviceSelect::If";
                 auto launch = [&] {
-                    if (k == 0) compact::compact(d_in, N, keep, d_flags, reinterpret_cast<unsigned*>(d_out), d_kept, d_count, d_work, 0);
+                    if (k == 0)
+                        compact::compact(d_in, N, keep, d_flags, reinterpret_cast<unsigned*>(d_out), d_kept, d_count,
+                                         d_work, 0);
                     else CUDA_CHECK(cub::DeviceSelect::If(d_work, work_bytes, d_in, d_kept, d_count, int64_t(N), keep));
                 };
                 CUDA_CHECK(cudaMemset(d_count, 0xFF, sizeof(unsigned long long)));
                 ms[k] = run_and_time(launch, d_kept, h_got, N, repeat);
                 unsigned long long count = 0;
                 CUDA_CHECK(cudaMemcpy(&count, d_count, sizeof count, cudaMemcpyDeviceToHost));
-                report.check(verify::check_compaction(h_got, std::min<unsigned long long>(count, N), h_tile_ref.data(),
-                                                      ref_count, std::string("compaction, ") + who +
-                                                          ": count and every kept element, exact"));
+                report.check(verify::check_compaction(
+                    h_got, std::min<unsigned long long>(count, N), h_tile_ref.data(), ref_count,
+                    std::string("compaction, ") + who + ": count and every kept element, exact"));
             }
             const double moved = 4.0 * N + 4.0 * ref_count;  // read n, write the kept ones
             timed.push_back({"compaction: cub::DeviceSelect::If", ms[1], moved / (ms[1] * 1e6), 0});
-            timed.push_back({"compaction: flags + scan + scatter", ms[0], moved / (ms[0] * 1e6), moved / (ms[1] * 1e6)});
+            timed.push_back(
+                {"compaction: flags + scan + scatter", ms[0], moved / (ms[0] * 1e6), moved / (ms[1] * 1e6)});
             report.metric("compaction: fraction kept", double(ref_count) / double(N), "");
             CUDA_CHECK(cudaFree(d_flags));
             CUDA_CHECK(cudaFree(d_kept));
@@ -268,15 +274,16 @@ int main(int argc, char** argv) {
         // CUB: tiles of at least 1024 items (128 threads x 8 or more on sm_70-sm_90), so at most
         // 64 + 3 * n / 1024 roundings per input by the same count as rung 5's.
         const uint64_t cub_depth = 64 + 3 * ((N + 1023) / 1024);
-        run_ladder<float>("float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, int(rung), repeat,
-                          timed, [&](const float* got, bool exclusive, const Rung* r) {
-            const uint64_t d = r ? r->rounding_depth(N) : cub_depth;
-            const double tol = verify::scan_float_tolerance(d, N);
-            const std::string what = std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +
-                                     (r ? r->name : "cub::DeviceScan") + ": every element, |gpu - ref| <= tol * " +
-                                     "sum|x| (d = " + std::to_string(d) + ")";
-            report.check(verify::check_float_scan(got, h_in.data(), h_ref.data(), N, exclusive, tol, what));
-        });
+        run_ladder<float>(
+            "float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, int(rung), repeat, timed,
+            [&](const float* got, bool exclusive, const Rung* r) {
+                const uint64_t d = r ? r->rounding_depth(N) : cub_depth;
+                const double tol = verify::scan_float_tolerance(d, N);
+                const std::string what = std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +
+                                         (r ? r->name : "cub::DeviceScan") + ": every element, |gpu - ref| <= tol * " +
+                                         "sum|x| (d = " + std::to_string(d) + ")";
+                report.check(verify::check_float_scan(got, h_in.data(), h_ref.data(), N, exclusive, tol, what));
+            });
         CUDA_CHECK(cudaFree(d_in));
         CUDA_CHECK(cudaFree(d_out));
     }
@@ -293,10 +300,10 @@ int main(int argc, char** argv) {
     for (const Timed& t : timed)
         if (t.name.rfind("compaction", 0) != 0)
             report.variant_bound(t.name, t.ms, t.gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-        else if (t.cub_gbps == 0)
-            report.variant(t.name, t.ms, t.gbps, "GB/s");
+        else if (t.cub_gbps == 0) report.variant(t.name, t.ms, t.gbps, "GB/s");
     for (const Timed& t : timed)
-        if (t.cub_gbps > 0) report.variant_yardstick(t.name + " vs CUB", t.ms, t.gbps, "GB/s", t.cub_gbps, "CUB", in_l2);
+        if (t.cub_gbps > 0)
+            report.variant_yardstick(t.name + " vs CUB", t.ms, t.gbps, "GB/s", t.cub_gbps, "CUB", in_l2);
     // The work and the steps of one 2048-element tile, and the bank conflicts of rungs 2 and 3 (CPU models).
     std::vector<unsigned> tile(hillis_steele::kTile, 1u);
     const verify::ScanWork hs = verify::hillis_steele_model(tile.data(), tile.size());
@@ -309,9 +316,10 @@ int main(int argc, char** argv) {
                   double(verify::blelloch_load_conflicts_per_tile(blelloch::kTile, false)), "");
     report.metric("bank conflicts per tile, rung 3 loads (model)",
                   double(verify::blelloch_load_conflicts_per_tile(blelloch::kTile, true)), "");
-    report.note("int32 inputs are uniform in [-1000, 1000] and scanned as uint32 (wrap-around defined); float inputs "
-                "uniform in [-1, 1). Float bound: gamma_d = d u / (1 - d u), u = 2^-24, d = the most additions any "
-                "input passes through in the rung's order (README), plus the double reference's own bound");
+    report.note(
+        "int32 inputs are uniform in [-1000, 1000] and scanned as uint32 (wrap-around defined); float inputs "
+        "uniform in [-1, 1). Float bound: gamma_d = d u / (1 - d u), u = 2^-24, d = the most additions any "
+        "input passes through in the rung's order (README), plus the double reference's own bound");
     if (compaction)
         report.note("compaction GB/s count n elements read and the kept ones written, the least it can move");
 
@@ -325,9 +333,11 @@ int main(int argc, char** argv) {
     report.default_size(cli.at_default_size());
     if (ours && cub) {
         char key[128];
-        std::snprintf(key, sizeof key, "single-pass scan %.0f GB/s at n=%lld (int32, exclusive)", ours->gbps, (long long)n);
+        std::snprintf(key, sizeof key, "single-pass scan %.0f GB/s at n=%lld (int32, exclusive)", ours->gbps,
+                      (long long)n);
         report.key_result(key, ours->gbps / cub->gbps, "CUB ExclusiveSum", lesson::Against::Yardstick, in_l2);
-        report.target("single-pass exclusive int32 scan vs cub::DeviceScan::ExclusiveSum", ours->gbps / cub->gbps, 0.85, "x");
+        report.target("single-pass exclusive int32 scan vs cub::DeviceScan::ExclusiveSum", ours->gbps / cub->gbps, 0.85,
+                      "x");
     } else {
         for (const Timed& t : timed)  // the rung run alone: its int32 exclusive scan
             if (t.name == std::string("int32 exclusive: ") + kRungs[rung - 1].name) {

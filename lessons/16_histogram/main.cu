@@ -77,7 +77,7 @@ constexpr int kInputCount = 2;
 
 constexpr int kBins = verify::kHistogramBins;
 constexpr size_t kHistBytes = kBins * sizeof(unsigned int);  // 1 KB
-constexpr int64_t kMaxN = (int64_t(1) << 32) - 1;           // one bin may have to hold all n: uint32
+constexpr int64_t kMaxN = (int64_t(1) << 32) - 1;            // one bin may have to hold all n: uint32
 // CUB's levels: 257 boundaries 0, 1, ..., 256 make 256 bins of width 1.
 constexpr int kLevels = kBins + 1, kLower = 0, kUpper = kBins;
 
@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
     const int64_t num_samples = n;
     void* d_temp = nullptr;
     size_t temp_bytes = 0;
-    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp, temp_bytes, d_in, d_hist, kLevels, kLower, kUpper,
-                                                   num_samples));
+    CUDA_CHECK(
+        cub::DeviceHistogram::HistogramEven(d_temp, temp_bytes, d_in, d_hist, kLevels, kLower, kUpper, num_samples));
     lesson::require_device_memory(temp_bytes, "CUB's temporary storage for " + size_flag);
     CUDA_CHECK(cudaMalloc(&d_temp, temp_bytes));
     report.metric("CUB temporary storage", double(temp_bytes), "bytes");

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
     // Checks one range cannot express: one clear line naming the flag, exit 2.
     if (threads % 32 != 0)
-        lesson::bad_input("--threads=" + std::to_string(threads) + " is not a multiple of 32; allowed: 32, 64, ..., 1024");
+        lesson::bad_input("--threads=" + std::to_string(threads) +
+                          " is not a multiple of 32; allowed: 32, 64, ..., 1024");
 
     // 2. Memory checks, then the device. Host: x and y as floats, the reference
     // as doubles (16 bytes per element). Device: x and y (8 bytes per element).

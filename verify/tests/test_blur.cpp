@@ -27,7 +27,7 @@ TEST_CASE("blur3x3: an interior impulse gives the kernel weights / 16", "[blur]"
             const double want = inside ? verify::kBlur3x3Weights[y - 1][x - 1] / 16.0 : 0.0;
             CHECK(at(out, w, x, y) == want);
         }
-    CHECK(at(out, w, 2, 2) == 0.25);  // the centre weight 4/16
+    CHECK(at(out, w, 2, 2) == 0.25);    // the centre weight 4/16
     CHECK(at(out, w, 1, 1) == 0.0625);  // a corner weight 1/16
 }
 

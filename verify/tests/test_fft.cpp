@@ -12,7 +12,8 @@ using verify::cplx;
 
 static std::vector<cplx> random_signal(uint64_t n, uint64_t seed) {
     std::vector<cplx> x(n);
-    for (uint64_t i = 0; i < n; ++i) x[i] = cplx(verify::hash_uniform(seed, 2 * i), verify::hash_uniform(seed, 2 * i + 1));
+    for (uint64_t i = 0; i < n; ++i)
+        x[i] = cplx(verify::hash_uniform(seed, 2 * i), verify::hash_uniform(seed, 2 * i + 1));
     return x;
 }
 
@@ -130,7 +131,8 @@ TEST_CASE("complex matmul: known 2x2 answer and a random check against the defin
         for (int64_t j = 0; j < N; ++j) {
             cplx s = 0.0;
             for (int64_t k = 0; k < K; ++k)
-                s += cplx(a[2 * (i * K + k)], a[2 * (i * K + k) + 1]) * cplx(b[2 * (k * N + j)], b[2 * (k * N + j) + 1]);
+                s +=
+                    cplx(a[2 * (i * K + k)], a[2 * (i * K + k) + 1]) * cplx(b[2 * (k * N + j)], b[2 * (k * N + j) + 1]);
             CHECK(std::abs(c[i * N + j] - s) < 1e-12);
         }
 }
@@ -150,7 +152,8 @@ TEST_CASE("complex vecmat: equals one row of the matmul", "[fft]") {
 TEST_CASE("parallel_for: every index exactly once, any thread count", "[fft]") {
     for (int64_t threads : {0, 1, 3, 64}) {
         std::vector<int> hits(1000, 0);
-        verify::parallel_for(1000, [&](int64_t i) { hits[i] += 1; }, threads);
+        verify::parallel_for(
+            1000, [&](int64_t i) { hits[i] += 1; }, threads);
         for (int h : hits) CHECK(h == 1);
     }
     int calls = 0;

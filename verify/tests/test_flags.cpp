@@ -74,10 +74,22 @@ TEST_CASE("flags: --quick takes quick values only for flags not given", "[flags]
 }
 
 TEST_CASE("flags: bad values are errors that name the flag and the range", "[flags]") {
-    const std::vector<std::vector<const char*>> bad = {
-        {"--n=0"}, {"--n=-3"}, {"--n=abc"}, {"--n=12x"}, {"--n="}, {"--n=99999999999999999999999"},
-        {"--n=2199023255553"}, {"--scale=nan"}, {"--scale=11"}, {"--scale=inf"}, {"--repeat=0"},
-        {"--name="}, {"--n"}, {"--bogus=1"}, {"stray"}, {"--quick=maybe"}};
+    const std::vector<std::vector<const char*>> bad = {{"--n=0"},
+                                                       {"--n=-3"},
+                                                       {"--n=abc"},
+                                                       {"--n=12x"},
+                                                       {"--n="},
+                                                       {"--n=99999999999999999999999"},
+                                                       {"--n=2199023255553"},
+                                                       {"--scale=nan"},
+                                                       {"--scale=11"},
+                                                       {"--scale=inf"},
+                                                       {"--repeat=0"},
+                                                       {"--name="},
+                                                       {"--n"},
+                                                       {"--bogus=1"},
+                                                       {"stray"},
+                                                       {"--quick=maybe"}};
     for (const auto& args : bad) {
         Fixture f;
         auto p = f.parse(args);

@@ -59,7 +59,8 @@ TEST_CASE("gemm rows: check passes a correct C and fails a wrong element or NaN"
     std::vector<double> full(M * N);
     verify::matmul_reference(A.data(), B.data(), full.data(), M, N, K);
     std::vector<float> C(full.begin(), full.end());  // what a correct fp32 GEMM returns, rounded
-    const verify::GemmRows g = verify::gemm_reference_rows(A.data(), B.data(), N, K, verify::sample_rows(M, 8, 5, true));
+    const verify::GemmRows g =
+        verify::gemm_reference_rows(A.data(), B.data(), N, K, verify::sample_rows(M, 8, 5, true));
     const lesson::Check ok = g.check_in(C.data(), 1e-4, "C");
     CHECK(ok.pass);
     CHECK(ok.checked == uint64_t(8 * N));

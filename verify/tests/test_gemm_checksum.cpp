@@ -25,7 +25,8 @@ TEST_CASE("gemm checksum: equals the sum of the full reference product", "[gemm_
     verify::matmul_reference(A.data(), B.data(), C.data(), M, N, K);
     double full = 0.0;
     for (double x : C) full += x;
-    CHECK(std::fabs(verify::matmul_sum_reference(A.data(), B.data(), M, N, K) - full) <= 1e-9 * (1.0 + std::fabs(full)));
+    CHECK(std::fabs(verify::matmul_sum_reference(A.data(), B.data(), M, N, K) - full) <=
+          1e-9 * (1.0 + std::fabs(full)));
 }
 
 TEST_CASE("gemm checksum: tells A*B from B*A", "[gemm_checksum]") {

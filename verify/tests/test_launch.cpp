@@ -31,10 +31,10 @@ TEST_CASE("launch: 2D/3D grids for shapes not divisible by the block", "[launch]
 
 TEST_CASE("launch: grid limits are reported, not wrapped", "[launch]") {
     CHECK(lesson::grid_for(256, 256, 65535, 16, 16).ok);
-    CHECK_FALSE(lesson::grid_for(256, 256, 65536, 16, 16).ok);      // gridDim.z <= 65535
+    CHECK_FALSE(lesson::grid_for(256, 256, 65536, 16, 16).ok);        // gridDim.z <= 65535
     CHECK_FALSE(lesson::grid_for(16, 65536 * 16 + 1, 1, 16, 16).ok);  // gridDim.y <= 65535
-    CHECK(lesson::grid_for(uint64_t(1) << 36, 1, 1, 256).ok);       // 2^28 blocks in x is fine
-    CHECK_FALSE(lesson::grid_for(uint64_t(1) << 40, 1, 1, 256).ok);  // 2^32 blocks is not
+    CHECK(lesson::grid_for(uint64_t(1) << 36, 1, 1, 256).ok);         // 2^28 blocks in x is fine
+    CHECK_FALSE(lesson::grid_for(uint64_t(1) << 40, 1, 1, 256).ok);   // 2^32 blocks is not
 }
 
 TEST_CASE("launch: chunk plans with a remainder chunk", "[chunks]") {

@@ -44,10 +44,8 @@ public:
         setenv(kVar, std::to_string(n).c_str(), 1);
     }
     ~HostThreads() {
-        if (had_)
-            setenv(kVar, old_.c_str(), 1);
-        else
-            unsetenv(kVar);
+        if (had_) setenv(kVar, old_.c_str(), 1);
+        else unsetenv(kVar);
     }
     HostThreads(const HostThreads&) = delete;
     HostThreads& operator=(const HostThreads&) = delete;

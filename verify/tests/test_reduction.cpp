@@ -58,7 +58,7 @@ double exact_sum(const std::vector<float>& x, bool magnitudes) {
         not_integer += scaled != std::floor(scaled);
         k += static_cast<int64_t>(magnitudes ? std::fabs(scaled) : scaled);
     }
-    REQUIRE(not_integer == 0);  // every x * 2^22 an integer: the premise of the exact sum
+    REQUIRE(not_integer == 0);               // every x * 2^22 an integer: the premise of the exact sum
     return static_cast<double>(k) / kScale;  // |k| < 2^44: exact in double
 }
 
@@ -125,7 +125,7 @@ TEST_CASE("float sum bound: gamma_d", "[reduction]") {
     CHECK(verify::gamma(100) == Approx(100.0 * u).epsilon(1e-5));
     CHECK(verify::gamma(100) < verify::gamma(101));
     CHECK(std::isinf(verify::gamma(uint64_t(1) << 24)));  // d u = 1: no bound left
-    CHECK(verify::float_sum_bound(0, 5.0) > 0.0);           // the reference's own error, tiny
+    CHECK(verify::float_sum_bound(0, 5.0) > 0.0);         // the reference's own error, tiny
     CHECK(verify::float_sum_bound(0, 5.0) < 1e-14);
 }
 

@@ -235,7 +235,8 @@ TEST_CASE("bank-conflict model: the Blelloch tree with and without padding", "[s
     const std::vector<int> padded = verify::blelloch_level_passes(2048, true);
     REQUIRE(padded.size() == 11);
     for (int p : padded) CHECK(p <= 2);
-    CHECK(verify::blelloch_load_conflicts_per_tile(2048, true) * 10 < verify::blelloch_load_conflicts_per_tile(2048, false));
+    CHECK(verify::blelloch_load_conflicts_per_tile(2048, true) * 10 <
+          verify::blelloch_load_conflicts_per_tile(2048, false));
     // The padded index stays inside the padded array and never maps two elements to one word.
     std::vector<bool> used(2048 + 2048 / 32, false);
     for (uint64_t i = 0; i < 2048; ++i) {

@@ -25,7 +25,7 @@ TEST_CASE("timeline: one rect with a tooltip per bar, a band per plain row", "[t
     int k = t.add_row("stream 0 kernel");
     t.add_bar(h2d, 0.0, 1.5, "#4e79a7", "chunk 0 H2D");
     t.add_bar(k, 1.5, 1.6, "#59a14f", "chunk 0 kernel");
-    t.add_bar(7, 0.0, 1.0, "red", "no such row");  // ignored
+    t.add_bar(7, 0.0, 1.0, "red", "no such row");   // ignored
     t.add_bar(-1, 0.0, 1.0, "red", "no such row");  // ignored
     t.add_legend("#4e79a7", "H2D");
     CHECK(t.rows() == 3);

@@ -6,13 +6,10 @@
 #include "verify/transpose.h"
 
 TEST_CASE("transpose reference: 2x3 known answer", "[transpose]") {
-    const float in[] = {1, 2, 3,
-                        4, 5, 6};
+    const float in[] = {1, 2, 3, 4, 5, 6};
     float out[6] = {};
     verify::transpose_reference(in, out, 2, 3);
-    const float want[] = {1, 4,
-                          2, 5,
-                          3, 6};
+    const float want[] = {1, 4, 2, 5, 3, 6};
     for (int i = 0; i < 6; ++i) CHECK(out[i] == want[i]);
 }
 

@@ -10,13 +10,13 @@
 //  - a YARDSTICK is a reference to compare with (cuBLAS, a copy with another
 //    read/write mix); its median is reported.
 #pragma once
+#include <cuda_runtime.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
-#include <cuda_runtime.h>
 #include "common/check.h"
 #include "common/report.h"
 #include "common/timer.h"
@@ -132,7 +132,10 @@ __global__ void streamProbe(const float4* __restrict__ a, const float4* __restri
                 s[u] = a[i + u * step];
                 if (R == 2) {
                     const float4 x = b[i + u * step];
-                    s[u].x += x.x; s[u].y += x.y; s[u].z += x.z; s[u].w += x.w;
+                    s[u].x += x.x;
+                    s[u].y += x.y;
+                    s[u].z += x.z;
+                    s[u].w += x.w;
                 }
             }
         }
@@ -153,17 +156,17 @@ double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms,
     // with 4 float4 per input in flight per thread (what an unrolled reduction or copy does).
     const unsigned one_each = unsigned((n4 + 255) / 256), wave = unsigned(8 * sms);
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 1><<<one_each, 256>>>(a, b, c, n4);
-        CUDA_CHECK_LAUNCH();
-    }));
+                        streamProbe<R, W, 1><<<one_each, 256>>>(a, b, c, n4);
+                        CUDA_CHECK_LAUNCH();
+                    }));
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 1><<<wave, 256>>>(a, b, c, n4);
-        CUDA_CHECK_LAUNCH();
-    }));
+                        streamProbe<R, W, 1><<<wave, 256>>>(a, b, c, n4);
+                        CUDA_CHECK_LAUNCH();
+                    }));
     best = std::min(best, best_burst_ms(trials, 20, [&] {
-        streamProbe<R, W, 4><<<wave, 256>>>(a, b, c, n4);
-        CUDA_CHECK_LAUNCH();
-    }));
+                        streamProbe<R, W, 4><<<wave, 256>>>(a, b, c, n4);
+                        CUDA_CHECK_LAUNCH();
+                    }));
     return best;
 }
 }  // namespace detail
@@ -193,7 +196,8 @@ inline StreamBound stream_bound_not_measured(int reads, int writes, const std::s
 }
 inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 10) {
     if (reads < 0 || reads > 2 || writes < 0 || writes > 1 || reads + writes == 0)
-        fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__, __LINE__);
+        fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__,
+                  __LINE__);
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const int arrays = reads + writes;
@@ -210,13 +214,11 @@ inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, i
     double ms = INFINITY;
     const int sms = prop.multiProcessorCount;
     if (reads == 1 && writes == 0) ms = detail::probe_ms<1, 0>(a, b, c, n4, sms, trials);
-    if (reads == 0 && writes == 1)
-        ms = best_burst_ms(trials, 20, [&] { CUDA_CHECK(cudaMemsetAsync(c, 0, n4 * 16)); });
+    if (reads == 0 && writes == 1) ms = best_burst_ms(trials, 20, [&] { CUDA_CHECK(cudaMemsetAsync(c, 0, n4 * 16)); });
     if (reads == 1 && writes == 1) {
         ms = detail::probe_ms<1, 1>(a, b, c, n4, sms, trials);
-        ms = std::min(ms, best_burst_ms(trials, 20, [&] {
-                          CUDA_CHECK(cudaMemcpyAsync(c, a, n4 * 16, cudaMemcpyDeviceToDevice));
-                      }));
+        ms = std::min(ms, best_burst_ms(trials, 20,
+                                        [&] { CUDA_CHECK(cudaMemcpyAsync(c, a, n4 * 16, cudaMemcpyDeviceToDevice)); }));
     }
     if (reads == 2 && writes == 1) ms = detail::probe_ms<2, 1>(a, b, c, n4, sms, trials);
     CUDA_CHECK(cudaFree(a));
@@ -293,28 +295,29 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     const double burst_bytes = double(bytes) * burst;
     if (pinned) {
-        double ms = best_burst_ms(trials, burst, [&] {
-            CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
-        }, s1);
+        double ms = best_burst_ms(
+            trials, burst, [&] { CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1)); }, s1);
         r.h2d = bytes / (ms * 1e6);
-        ms = best_burst_ms(trials, burst, [&] {
-            CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1));
-        }, s1);
+        ms = best_burst_ms(
+            trials, burst, [&] { CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1)); }, s1);
         r.d2h = bytes / (ms * 1e6);
         // Both at once: s2 joins s1's timeline through events, so s1's event pair spans both bursts.
         cudaEvent_t fork, join;
         CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-        ms = best_burst_ms(trials, 1, [&] {
-            CUDA_CHECK(cudaEventRecord(fork, s1));
-            CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
-            for (int b = 0; b < burst; ++b) {
-                CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
-                CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
-            }
-            CUDA_CHECK(cudaEventRecord(join, s2));
-            CUDA_CHECK(cudaStreamWaitEvent(s1, join, 0));
-        }, s1);
+        ms = best_burst_ms(
+            trials, 1,
+            [&] {
+                CUDA_CHECK(cudaEventRecord(fork, s1));
+                CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
+                for (int b = 0; b < burst; ++b) {
+                    CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
+                    CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+                }
+                CUDA_CHECK(cudaEventRecord(join, s2));
+                CUDA_CHECK(cudaStreamWaitEvent(s1, join, 0));
+            },
+            s1);
         r.both = 2.0 * burst_bytes / (ms * 1e6);
         CUDA_CHECK(cudaEventDestroy(fork));
         CUDA_CHECK(cudaEventDestroy(join));

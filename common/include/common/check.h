@@ -5,14 +5,13 @@
 // Checks never compile away: there is no release mode that
 // hides errors.
 #pragma once
+#include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
 
 namespace lesson {
 
-[[noreturn]] inline void fail_call(const char* lib, const char* call, const char* err,
-                                   const char* file, int line) {
+[[noreturn]] inline void fail_call(const char* lib, const char* call, const char* err, const char* file, int line) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s error %s in %s at %s:%d\n", lib, err, call, file, line);
     std::printf("RESULT: FAIL (%s call failed: %s, %s:%d)\n", lib, err, file, line);
@@ -22,11 +21,10 @@ namespace lesson {
 
 }  // namespace lesson
 
-#define CUDA_CHECK(call)                                                              \
-    do {                                                                              \
-        cudaError_t err_ = (call);                                                    \
-        if (err_ != cudaSuccess)                                                      \
-            lesson::fail_call("CUDA", #call, cudaGetErrorName(err_), __FILE__, __LINE__); \
+#define CUDA_CHECK(call)                                                                                       \
+    do {                                                                                                       \
+        cudaError_t err_ = (call);                                                                             \
+        if (err_ != cudaSuccess) lesson::fail_call("CUDA", #call, cudaGetErrorName(err_), __FILE__, __LINE__); \
     } while (0)
 
 // After every kernel launch: catches bad launch configurations at once
@@ -53,26 +51,24 @@ inline const char* cublas_status_name(int s) {
     }
 }
 inline const char* cufft_result_name(int r) {
-    static const char* names[] = {
-        "CUFFT_SUCCESS", "CUFFT_INVALID_PLAN", "CUFFT_ALLOC_FAILED", "CUFFT_INVALID_TYPE",
-        "CUFFT_INVALID_VALUE", "CUFFT_INTERNAL_ERROR", "CUFFT_EXEC_FAILED", "CUFFT_SETUP_FAILED",
-        "CUFFT_INVALID_SIZE", "CUFFT_UNALIGNED_DATA", "CUFFT_<0xA>", "CUFFT_INVALID_DEVICE",
-        "CUFFT_<0xC>", "CUFFT_NO_WORKSPACE", "CUFFT_NOT_IMPLEMENTED", "CUFFT_<0xF>",
-        "CUFFT_NOT_SUPPORTED"};
+    static const char* names[] = {"CUFFT_SUCCESS",        "CUFFT_INVALID_PLAN",  "CUFFT_ALLOC_FAILED",
+                                  "CUFFT_INVALID_TYPE",   "CUFFT_INVALID_VALUE", "CUFFT_INTERNAL_ERROR",
+                                  "CUFFT_EXEC_FAILED",    "CUFFT_SETUP_FAILED",  "CUFFT_INVALID_SIZE",
+                                  "CUFFT_UNALIGNED_DATA", "CUFFT_<0xA>",         "CUFFT_INVALID_DEVICE",
+                                  "CUFFT_<0xC>",          "CUFFT_NO_WORKSPACE",  "CUFFT_NOT_IMPLEMENTED",
+                                  "CUFFT_<0xF>",          "CUFFT_NOT_SUPPORTED"};
     return (r >= 0 && r <= 16) ? names[r] : "CUFFT_<other error>";
 }
 }  // namespace lesson
 
-#define CUBLAS_CHECK(call)                                                            \
-    do {                                                                              \
-        int st_ = static_cast<int>(call);                                             \
-        if (st_ != 0)                                                                 \
-            lesson::fail_call("cuBLAS", #call, lesson::cublas_status_name(st_), __FILE__, __LINE__); \
+#define CUBLAS_CHECK(call)                                                                                     \
+    do {                                                                                                       \
+        int st_ = static_cast<int>(call);                                                                      \
+        if (st_ != 0) lesson::fail_call("cuBLAS", #call, lesson::cublas_status_name(st_), __FILE__, __LINE__); \
     } while (0)
 
-#define CUFFT_CHECK(call)                                                             \
-    do {                                                                              \
-        int r_ = static_cast<int>(call);                                              \
-        if (r_ != 0)                                                                  \
-            lesson::fail_call("cuFFT", #call, lesson::cufft_result_name(r_), __FILE__, __LINE__); \
+#define CUFFT_CHECK(call)                                                                                  \
+    do {                                                                                                   \
+        int r_ = static_cast<int>(call);                                                                   \
+        if (r_ != 0) lesson::fail_call("cuFFT", #call, lesson::cufft_result_name(r_), __FILE__, __LINE__); \
     } while (0)

@@ -1,9 +1,9 @@
 // common/device.h - pick the GPU, or SKIP (exit 77) when there is none.
 #pragma once
+#include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <cuda_runtime.h>
 #include "common/check.h"
 #include "common/flags.h"
 

@@ -4,14 +4,14 @@
 // and an allowed range; bad input is one clear line on stderr and exit code 2,
 // decided before any CUDA call (lesson contract, "Command line").
 #pragma once
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
 
 namespace lesson {
@@ -29,21 +29,24 @@ class Cli {
 public:
     enum class Status { Ok, Help, Error };
 
-    Cli(std::string program, std::string summary)
-        : program_(std::move(program)), summary_(std::move(summary)) {}
+    Cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {}
 
     // An integer flag in [lo, hi]. quick_value (if >= lo) replaces the default under --quick.
-    void add_int(const std::string& name, int64_t* value, int64_t lo, int64_t hi,
-                 const std::string& help, int64_t quick_value = INT64_MIN) {
+    void add_int(const std::string& name, int64_t* value, int64_t lo, int64_t hi, const std::string& help,
+                 int64_t quick_value = INT64_MIN) {
         Opt o{name, Kind::Int, help};
-        o.i = value; o.lo = lo; o.hi = hi; o.quick_i = quick_value;
+        o.i = value;
+        o.lo = lo;
+        o.hi = hi;
+        o.quick_i = quick_value;
         o.default_text = std::to_string(*value);
         opts_.push_back(o);
     }
-    void add_double(const std::string& name, double* value, double lo, double hi,
-                    const std::string& help) {
+    void add_double(const std::string& name, double* value, double lo, double hi, const std::string& help) {
         Opt o{name, Kind::Double, help};
-        o.d = value; o.dlo = lo; o.dhi = hi;
+        o.d = value;
+        o.dlo = lo;
+        o.dhi = hi;
         o.default_text = fmt_double(*value);
         opts_.push_back(o);
     }
@@ -166,8 +169,7 @@ public:
             if (left.size() < 24) left.resize(24, ' ');
             else left += "\n" + std::string(24, ' ');
             std::string right = o.help + " (default " + o.default_text;
-            if (o.kind == Kind::Int && o.quick_i != INT64_MIN)
-                right += ", --quick: " + std::to_string(o.quick_i);
+            if (o.kind == Kind::Int && o.quick_i != INT64_MIN) right += ", --quick: " + std::to_string(o.quick_i);
             if (o.kind == Kind::Int || o.kind == Kind::Double) right += "; range " + range_text(o);
             right += ")";
             u += left + right + "\n";
@@ -181,8 +183,10 @@ private:
         std::string name;
         Kind kind;
         std::string help;
-        int64_t* i = nullptr; int64_t lo = 0, hi = 0, quick_i = INT64_MIN;
-        double* d = nullptr; double dlo = 0, dhi = 0;
+        int64_t* i = nullptr;
+        int64_t lo = 0, hi = 0, quick_i = INT64_MIN;
+        double* d = nullptr;
+        double dlo = 0, dhi = 0;
         std::string* s = nullptr;
         bool* b = nullptr;
         std::string default_text;
@@ -226,7 +230,8 @@ private:
                 long long x = std::strtoll(v.c_str(), &end, 10);
                 bool ok = !v.empty() && end && *end == '\0' && errno == 0;
                 if (!ok || x < o.lo || x > o.hi) {
-                    *error = shown + (ok ? " is out of range" : (errno == ERANGE ? " overflows" : " is not an integer")) +
+                    *error = shown +
+                             (ok ? " is out of range" : (errno == ERANGE ? " overflows" : " is not an integer")) +
                              "; allowed: " + range_text(o);
                     return false;
                 }
@@ -262,8 +267,14 @@ private:
                 return true;
             }
             case Kind::Switch:
-                if (!has_value || v == "true" || v == "1") { *o.b = true; return true; }
-                if (v == "false" || v == "0") { *o.b = false; return true; }
+                if (!has_value || v == "true" || v == "1") {
+                    *o.b = true;
+                    return true;
+                }
+                if (v == "false" || v == "0") {
+                    *o.b = false;
+                    return true;
+                }
                 *error = shown + " is not a switch value; allowed: " + range_text(o);
                 return false;
         }

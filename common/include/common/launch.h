@@ -19,8 +19,7 @@ struct Grid {
 
 // Blocks of bx*by*bz threads covering a cols x rows x depth volume
 // (x runs along columns, the contiguous dimension).
-inline Grid grid_for(uint64_t cols, uint64_t rows, uint64_t depth, uint32_t bx, uint32_t by = 1,
-                     uint32_t bz = 1) {
+inline Grid grid_for(uint64_t cols, uint64_t rows, uint64_t depth, uint32_t bx, uint32_t by = 1, uint32_t bz = 1) {
     Grid g;
     uint64_t gx = ceil_div(cols, bx), gy = ceil_div(rows, by), gz = ceil_div(depth, bz);
     g.ok = gx >= 1 && gy >= 1 && gz >= 1 && gx <= kMaxGridX && gy <= kMaxGridYZ && gz <= kMaxGridYZ;

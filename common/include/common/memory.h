@@ -46,8 +46,8 @@ inline void require_device_memory(uint64_t bytes, const std::string& what) {
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (static_cast<double>(bytes) > 0.9 * static_cast<double>(free_b))
-        bad_input(what + " needs " + gb_text(double(bytes)) + " of GPU memory; the GPU has " +
-                  gb_text(double(free_b)) + " free (limit 90% of it)");
+        bad_input(what + " needs " + gb_text(double(bytes)) + " of GPU memory; the GPU has " + gb_text(double(free_b)) +
+                  " free (limit 90% of it)");
 }
 }  // namespace lesson
 #endif

@@ -13,13 +13,13 @@ namespace lesson {
 
 // One verification step: what was checked and how far it was from the reference.
 struct Check {
-    std::string what;           // e.g. "every element of C (1024 x 1024)"
-    uint64_t checked = 0;       // elements compared
-    double rel_l2 = NAN;        // ||gpu - ref|| / ||ref||
-    double max_abs = NAN;       // max |gpu - ref|
-    int64_t first_bad = -1;     // first index outside tolerance, -1 if none
+    std::string what;        // e.g. "every element of C (1024 x 1024)"
+    uint64_t checked = 0;    // elements compared
+    double rel_l2 = NAN;     // ||gpu - ref|| / ||ref||
+    double max_abs = NAN;    // max |gpu - ref|
+    int64_t first_bad = -1;  // first index outside tolerance, -1 if none
     uint64_t bad_count = 0;
-    double tol = 0;             // tolerance on rel_l2 (and per element, see verify/compare.h)
+    double tol = 0;  // tolerance on rel_l2 (and per element, see verify/compare.h)
     bool pass = false;
 };
 
@@ -34,14 +34,14 @@ enum class Against { Nothing, Bound, Yardstick };
 // One timed variant: a rung of a ladder, a pipeline configuration...
 struct Variant {
     std::string name;
-    double ms = NAN;            // median time
-    double rate = NAN;          // in `unit`
-    std::string unit;           // "GB/s", "GFLOP/s", ...
+    double ms = NAN;    // median time
+    double rate = NAN;  // in `unit`
+    std::string unit;   // "GB/s", "GFLOP/s", ...
     Against against = Against::Nothing;
-    std::string ref_name;       // the bound or yardstick
-    double ref_value = NAN;     // its rate, in `unit`
-    double fraction = NAN;      // rate / ref_value
-    std::string ungraded;       // why it is not compared (e.g. "data fit in L2"); empty if it is
+    std::string ref_name;    // the bound or yardstick
+    double ref_value = NAN;  // its rate, in `unit`
+    double fraction = NAN;   // rate / ref_value
+    std::string ungraded;    // why it is not compared (e.g. "data fit in L2"); empty if it is
 };
 
 // One benchmark target (lesson contract; shared/device-ceilings.md): graded at
@@ -50,7 +50,7 @@ struct Target {
     std::string name;  // e.g. "vectorAdd4 vs DRAM bound"
     double value = NAN;
     double minimum = NAN;
-    std::string unit;  // "%" (value is a fraction, printed as a percentage) or "x"
+    std::string unit;                              // "%" (value is a fraction, printed as a percentage) or "x"
     bool met() const { return value >= minimum; }  // NaN is never met
 };
 
@@ -87,8 +87,8 @@ public:
         add_compared(name, ms, rate, unit, Against::Bound, bound_value, bound_name, ungraded);
     }
     // A timed variant against a yardstick ("1.02x cuBLAS").
-    void variant_yardstick(const std::string& name, double ms, double rate, const std::string& unit,
-                           double yard_value, const std::string& yard_name, const std::string& ungraded = "") {
+    void variant_yardstick(const std::string& name, double ms, double rate, const std::string& unit, double yard_value,
+                           const std::string& yard_name, const std::string& ungraded = "") {
         add_compared(name, ms, rate, unit, Against::Yardstick, yard_value, yard_name, ungraded);
     }
     // A WARNING line: something in the measurement cannot be trusted.
@@ -167,13 +167,15 @@ public:
         }
         for (auto& m : metrics_) std::printf("%-50s %12.4g %s\n", m.name.c_str(), m.value, m.unit.c_str());
         if (std::isfinite(cpu_ms_))
-            std::printf("CPU reference: %.1f ms on %d host thread%s\n", cpu_ms_, cpu_threads_, cpu_threads_ == 1 ? "" : "s");
+            std::printf("CPU reference: %.1f ms on %d host thread%s\n", cpu_ms_, cpu_threads_,
+                        cpu_threads_ == 1 ? "" : "s");
         for (auto& c : checks_) {
             std::printf("check: %s: %llu elements, rel-L2 error %.3e, max abs error %.3e, tolerance %.1e -> %s",
                         c.what.c_str(), (unsigned long long)c.checked, c.rel_l2, c.max_abs, c.tol,
                         c.pass ? "ok" : "FAILED");
             if (c.first_bad >= 0)
-                std::printf(" (%llu bad, first at index %lld)", (unsigned long long)c.bad_count, (long long)c.first_bad);
+                std::printf(" (%llu bad, first at index %lld)", (unsigned long long)c.bad_count,
+                            (long long)c.first_bad);
             std::printf("\n");
         }
         for (auto& n : notes_) std::printf("note: %s\n", n.c_str());
@@ -212,40 +214,41 @@ public:
         for (size_t i = 0; i < variants_.size(); ++i) {
             const Variant& v = variants_[i];
             j += std::string(i ? "," : "") + "{\"name\":" + quote(v.name) + ",\"ms\":" + num(v.ms) +
-                 ",\"rate\":" + num(v.rate) + ",\"unit\":" + quote(v.unit) + ",\"against\":" +
-                 quote(against_word(v.against)) + ",\"reference\":" + quote(v.ref_name) + ",\"reference_rate\":" +
-                 num(v.ref_value) + ",\"fraction\":" + num(v.ungraded.empty() ? v.fraction : NAN) +
-                 ",\"ungraded\":" + quote(v.ungraded) + "}";
+                 ",\"rate\":" + num(v.rate) + ",\"unit\":" + quote(v.unit) +
+                 ",\"against\":" + quote(against_word(v.against)) + ",\"reference\":" + quote(v.ref_name) +
+                 ",\"reference_rate\":" + num(v.ref_value) +
+                 ",\"fraction\":" + num(v.ungraded.empty() ? v.fraction : NAN) + ",\"ungraded\":" + quote(v.ungraded) +
+                 "}";
         }
         j += "],\"metrics\":" + named_list(metrics_);
         j += ",\"cpu_reference_ms\":" + num(cpu_ms_) + ",\"cpu_reference_threads\":" + std::to_string(cpu_threads_);
         j += ",\"verification\":{\"pass\":" + std::string(ok ? "true" : "false") + ",\"checks\":[";
         for (size_t i = 0; i < checks_.size(); ++i) {
             const Check& c = checks_[i];
-            j += std::string(i ? "," : "") + "{\"what\":" + quote(c.what) + ",\"checked\":" + std::to_string(c.checked) +
-                 ",\"rel_l2_error\":" + num(c.rel_l2) + ",\"max_abs_error\":" + num(c.max_abs) +
-                 ",\"first_bad_index\":" + std::to_string(c.first_bad) + ",\"bad_count\":" +
-                 std::to_string(c.bad_count) + ",\"tolerance\":" + num(c.tol) + ",\"pass\":" +
-                 (c.pass ? "true" : "false") + "}";
+            j += std::string(i ? "," : "") + "{\"what\":" + quote(c.what) +
+                 ",\"checked\":" + std::to_string(c.checked) + ",\"rel_l2_error\":" + num(c.rel_l2) +
+                 ",\"max_abs_error\":" + num(c.max_abs) + ",\"first_bad_index\":" + std::to_string(c.first_bad) +
+                 ",\"bad_count\":" + std::to_string(c.bad_count) + ",\"tolerance\":" + num(c.tol) +
+                 ",\"pass\":" + (c.pass ? "true" : "false") + "}";
         }
-        j += "]},\"key_result\":{\"metric\":" + quote(key_metric_) + ",\"fraction\":" +
-             num(key_ungraded_.empty() ? key_fraction_ : NAN) + ",\"of\":" + quote(key_of_) + ",\"against\":" +
-             quote(against_word(key_against_)) + ",\"ungraded\":" + quote(key_ungraded_) + "}";
+        j += "]},\"key_result\":{\"metric\":" + quote(key_metric_) +
+             ",\"fraction\":" + num(key_ungraded_.empty() ? key_fraction_ : NAN) + ",\"of\":" + quote(key_of_) +
+             ",\"against\":" + quote(against_word(key_against_)) + ",\"ungraded\":" + quote(key_ungraded_) + "}";
         j += ",\"targets\":[";
         for (size_t i = 0; i < targets_.size(); ++i) {
             const Target& t = targets_[i];
             j += std::string(i ? "," : "") + "{\"name\":" + quote(t.name) + ",\"value\":" + num(t.value) +
-                 ",\"minimum\":" + num(t.minimum) + ",\"unit\":" + quote(t.unit) + ",\"met\":" +
-                 (t.met() ? "true" : "false") + "}";
+                 ",\"minimum\":" + num(t.minimum) + ",\"unit\":" + quote(t.unit) +
+                 ",\"met\":" + (t.met() ? "true" : "false") + "}";
         }
         j += "],\"work\":[";
         for (size_t i = 0; i < work_.size(); ++i) {
             const Work& w = work_[i];
             const double s = w.ms * 1e-3;
             j += std::string(i ? "," : "") + "{\"name\":" + quote(w.name) + ",\"flops\":" + num(w.flops) +
-                 ",\"bytes\":" + num(w.bytes) + ",\"ms\":" + num(w.ms) + ",\"intensity\":" +
-                 num(w.bytes > 0 ? w.flops / w.bytes : NAN) + ",\"gflops\":" + num(w.flops / s * 1e-9) +
-                 ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
+                 ",\"bytes\":" + num(w.bytes) + ",\"ms\":" + num(w.ms) +
+                 ",\"intensity\":" + num(w.bytes > 0 ? w.flops / w.bytes : NAN) +
+                 ",\"gflops\":" + num(w.flops / s * 1e-9) + ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
         }
         j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes_) + "}";
         return j;
@@ -303,8 +306,8 @@ private:
     static std::string named_list(const std::vector<Named>& list) {
         std::string j = "[";
         for (size_t i = 0; i < list.size(); ++i)
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(list[i].name) + ",\"value\":" +
-                 num(list[i].value) + ",\"unit\":" + quote(list[i].unit) + "}";
+            j += std::string(i ? "," : "") + "{\"name\":" + quote(list[i].name) + ",\"value\":" + num(list[i].value) +
+                 ",\"unit\":" + quote(list[i].unit) + "}";
         return j + "]";
     }
     static std::string string_list(const std::vector<std::string>& list) {

@@ -68,8 +68,8 @@ public:
             const std::string x = fmt(x_of(t));
             s += "<line x1=\"" + x + "\" y1=\"" + std::to_string(top) + "\" x2=\"" + x + "\" y2=\"" +
                  std::to_string(axis_y + 4) + "\" stroke=\"#cccccc\" stroke-width=\"1\"/>\n";
-            s += "<text x=\"" + x + "\" y=\"" + std::to_string(axis_y + 18) + "\" text-anchor=\"middle\">" +
-                 fmt(t) + "</text>\n";
+            s += "<text x=\"" + x + "\" y=\"" + std::to_string(axis_y + 18) + "\" text-anchor=\"middle\">" + fmt(t) +
+                 "</text>\n";
         }
         s += "<text x=\"" + fmt(label_w + plot_w / 2.0) + "\" y=\"" + std::to_string(axis_y + 34) +
              "\" text-anchor=\"middle\">time (ms)</text>\n";
@@ -77,8 +77,8 @@ public:
         for (const Bar& b : bars_) {
             const int y = top + b.row * row_h;
             const double x0 = x_of(b.t0), w = std::max(0.5, x_of(b.t1) - x0);
-            s += "<rect x=\"" + fmt(x0) + "\" y=\"" + std::to_string(y + 3) + "\" width=\"" + fmt(w) +
-                 "\" height=\"" + std::to_string(row_h - 6) + "\" fill=\"" + escape(b.color) + "\"" +
+            s += "<rect x=\"" + fmt(x0) + "\" y=\"" + std::to_string(y + 3) + "\" width=\"" + fmt(w) + "\" height=\"" +
+                 std::to_string(row_h - 6) + "\" fill=\"" + escape(b.color) + "\"" +
                  (w > 2 ? " stroke=\"white\" stroke-width=\"0.3\"" : "") + ">";  // thin bars stay visible
             if (!b.tip.empty()) s += "<title>" + escape(b.tip) + "</title>";
             s += "</rect>\n";

@@ -23,6 +23,7 @@ public:
     double ms() const {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
     }
+
 private:
     std::chrono::steady_clock::time_point t0_;
 };
@@ -55,6 +56,7 @@ public:
         CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
         return ms;
     }
+
 private:
     cudaEvent_t start_{}, stop_{};
 };

@@ -10,15 +10,15 @@
 //         memory feeds 8 FMAs (diff kernels/1_smem_tiles.cuh kernels/2_reg_tile_1d.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=1
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung1 {
 
 constexpr int kT = 32;
 
-__global__ void __launch_bounds__(kT * kT)
-sgemmSmemTiles(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kT* kT) sgemmSmemTiles(int M, int N, int K, const float* __restrict__ A,
+                                                         const float* __restrict__ B, float* __restrict__ C) {
     __shared__ float As[kT][kT];
     __shared__ float Bs[kT][kT];
     const int tx = threadIdx.x, ty = threadIdx.y;

@@ -10,16 +10,16 @@
 //         (diff kernels/2_reg_tile_1d.cuh kernels/3_reg_tile_2d.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=2
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung2 {
 
 constexpr int kBM = 64, kBN = 64, kBK = 8, kTM = 8;
 constexpr int kThreads = kBM * kBN / kTM;  // 512
 
-__global__ void __launch_bounds__(kThreads)
-sgemmRegTile1D(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads) sgemmRegTile1D(int M, int N, int K, const float* __restrict__ A,
+                                                           const float* __restrict__ B, float* __restrict__ C) {
     __shared__ float As[kBM][kBK];
     __shared__ float Bs[kBK][kBN];
     const int t = threadIdx.x;

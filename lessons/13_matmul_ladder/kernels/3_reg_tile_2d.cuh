@@ -13,16 +13,16 @@
 //         (diff kernels/3_reg_tile_2d.cuh kernels/4_vectorized.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=3
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung3 {
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 
-__global__ void __launch_bounds__(kThreads)
-sgemmRegTile2D(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads) sgemmRegTile2D(int M, int N, int K, const float* __restrict__ A,
+                                                           const float* __restrict__ B, float* __restrict__ C) {
     __shared__ float As[kBM][kBK];
     __shared__ float Bs[kBK][kBN];
     const int t = threadIdx.x, tx = t % (kBN / kTN), ty = t / (kBN / kTN);

@@ -13,8 +13,8 @@
 //         (diff kernels/4_vectorized.cuh kernels/5_conflict_free.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=4
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung4 {
 
@@ -27,8 +27,8 @@ struct Staged {
     float4 a, b;
 };
 
-__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0,
-                                            int k0, bool vecA, bool vecB) {
+__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0,
+                                            bool vecA, bool vecB) {
     const int t = threadIdx.x;
     const int ar = m0 + t / 2, ac = k0 + (t % 2) * 4;    // A: row ar, columns ac..ac+3
     const int br = k0 + t / 32, bc = n0 + (t % 32) * 4;  // B: row br, columns bc..bc+3
@@ -48,8 +48,8 @@ __device__ __forceinline__ void storeTiles(float* As, float* Bs, const Staged& s
     *reinterpret_cast<float4*>(&Bs[(t / 32) * kBN + (t % 32) * 4]) = s.b;
 }
 
-__global__ void __launch_bounds__(kThreads)
-sgemmVectorized(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads) sgemmVectorized(int M, int N, int K, const float* __restrict__ A,
+                                                            const float* __restrict__ B, float* __restrict__ C) {
     __shared__ __align__(16) float As[kBK * kBM];
     __shared__ __align__(16) float Bs[kBK * kBN];
     const int t = threadIdx.x, tx = t % 16, ty = t / 16;

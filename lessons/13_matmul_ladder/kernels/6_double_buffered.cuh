@@ -14,8 +14,8 @@
 //         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=6
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung6 {
 
@@ -29,8 +29,8 @@ struct Staged {
     float4 a, b;
 };
 
-__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0,
-                                            int k0, bool vecA, bool vecB) {
+__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0,
+                                            bool vecA, bool vecB) {
     const int t = threadIdx.x;
     const int ar = m0 + t / 2, ac = k0 + (t % 2) * 4;    // A: row ar, columns ac..ac+3
     const int br = k0 + t / 32, bc = n0 + (t % 32) * 4;  // B: row br, columns bc..bc+3
@@ -77,8 +77,8 @@ __device__ __forceinline__ void storeSplitTile(float* C, int M, int N, int m0, i
     }
 }
 
-__global__ void __launch_bounds__(kThreads)
-sgemmDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads) sgemmDoubleBuffered(int M, int N, int K, const float* __restrict__ A,
+                                                                const float* __restrict__ B, float* __restrict__ C) {
     __shared__ __align__(16) float As[2][kBK * kLDA];
     __shared__ __align__(16) float Bs[2][kBK * kBN];
     const int t = threadIdx.x, tx = t % 16, ty = t / 16;
@@ -93,7 +93,7 @@ sgemmDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const floa
         const bool more = tile + 1 < tiles;
         Staged next;
         if (more) next = loadTiles(A, B, M, N, K, m0, n0, (tile + 1) * kBK, vecA, vecB);  // in flight ...
-        fmaSplitTile(As[cur], Bs[cur], ty, tx, acc);                                        // ... during these
+        fmaSplitTile(As[cur], Bs[cur], ty, tx, acc);                                      // ... during these
         if (more) storeTiles(As[cur ^ 1], Bs[cur ^ 1], next);  // nobody reads buffer cur^1 now
         __syncthreads();
     }

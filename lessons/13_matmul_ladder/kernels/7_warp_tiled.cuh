@@ -20,8 +20,8 @@
 #pragma once
 #include <string>
 
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung7 {
 
@@ -33,12 +33,15 @@ namespace rung7 {
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, bool valid) {  // zero-fills if !valid
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, int src_bytes) {  // zero-fills past src_bytes
+__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src,
+                                            int src_bytes) {  // zero-fills past src_bytes
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
 #else
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, bool valid) {
     float v = valid ? *src : 0.0f;
@@ -58,8 +61,8 @@ __device__ __forceinline__ void cp_async_wait() {}
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int STAGES_, int MIN_BLOCKS_>
 struct WarpTiling {
     static constexpr int kBM = BM_, kBN = BN_, kBK = BK_;  // block tile and k step
-    static constexpr int kWM = WM_, kWN = WN_;            // warp tile
-    static constexpr int kTM = TM_, kTN = TN_;            // lane tile
+    static constexpr int kWM = WM_, kWN = WN_;             // warp tile
+    static constexpr int kTM = TM_, kTN = TN_;             // lane tile
     static constexpr int kStages = STAGES_, kMinBlocks = MIN_BLOCKS_;
     static constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;
     static constexpr int kLM = kWM / kTM, kLN = kWN / kTN;  // lanes of a warp along M and N
@@ -81,7 +84,8 @@ struct WarpTiling {
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                   float* __restrict__ C) {
     constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kBK = Cfg::kBK, kTM = Cfg::kTM, kTN = Cfg::kTN;
     constexpr int kLM = Cfg::kLM, kLN = Cfg::kLN, kLDA = Cfg::kLDA, kLDB = Cfg::kLDB;
     extern __shared__ __align__(16) float smem[];
@@ -99,7 +103,7 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
     const unsigned b_dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + kBK * kLDA + rb * kLDB + nb));
     const float* a_src = A + size_t(min(m0 + ra, M - 1)) * K + ka;  // advanced by kBK per tile
     const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - 1);  // advanced by kBK rows per tile
-    const int a_step = Cfg::kAStep * K, b_step = Cfg::kBStep * N;    // < 2^31: M, N, K <= 16384
+    const int a_step = Cfg::kAStep * K, b_step = Cfg::kBStep * N;   // < 2^31: M, N, K <= 16384
 
     // Issues the copies of k tile `tile` into the stage at float offset `stage`; zero-filled
     // outside the matrices. A is written transposed (As[k][m]) with 4-byte copies: 8 lanes take 8
@@ -115,7 +119,8 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
                 for (int j = 0; j < Cfg::kARows; ++j)
                     cp_async_4(as + 4u * (c * 8 * kLDA + j * Cfg::kAStep), a_src + j * a_step + c * 8, true);
 #pragma unroll
-            for (int j = 0; j < Cfg::kBRows; ++j) cp_async_16(bs + 4u * (j * Cfg::kBStep * kLDB), b_src + j * b_step, 16);
+            for (int j = 0; j < Cfg::kBRows; ++j)
+                cp_async_16(bs + 4u * (j * Cfg::kBStep * kLDB), b_src + j * b_step, 16);
         } else {
 #pragma unroll
             for (int c = 0; c < kBK / 8; ++c)  // a tile on an edge: every copy checks its element
@@ -146,7 +151,7 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
     };
 
     // Fragments of step k of the stage at float offset `stage`: kTM values of A, kTN of B (LDS.128 each 4).
-    auto fragments = [&](int stage, int k, float (&a)[kTM], float (&b)[kTN]) {
+    auto fragments = [&](int stage, int k, float(&a)[kTM], float(&b)[kTN]) {
         const float* As = smem + stage + k * kLDA + wm + lm;
         const float* Bs = smem + stage + kBK * kLDA + k * kLDB + wn + ln;
 #pragma unroll
@@ -177,7 +182,7 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
                 fragments(read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
             } else {  // last step: switch stages before its FMAs, so they hide the next tile's first loads
                 cp_async_wait<Cfg::kStages - 2>();  // this thread's copies of tile+1 have landed ...
-                __syncthreads();                   // ... and everyone's; and nobody reads stage `read` any more
+                __syncthreads();                    // ... and everyone's; and nobody reads stage `read` any more
                 read = read == kLast ? 0 : read + Cfg::kStageFloats;
                 write = write == kLast ? 0 : write + Cfg::kStageFloats;
                 if (tile + 1 < tiles) fragments(read, 0, a[0], b[0]);
@@ -204,7 +209,8 @@ sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __
 template <class Cfg>
 inline void launch(const Gemm& g) {
     static const bool opted_in = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
-        CUDA_CHECK(cudaFuncSetAttribute(sgemmWarpTiled<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+        CUDA_CHECK(
+            cudaFuncSetAttribute(sgemmWarpTiled<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
         return true;
     }();
     (void)opted_in;

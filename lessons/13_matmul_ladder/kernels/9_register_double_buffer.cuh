@@ -14,8 +14,8 @@
 //         (README.md, "Next").
 // Run:    ./build/bin/matmul_ladder --rung=9
 #pragma once
-#include "common/check.h"
 #include "common.cuh"
+#include "common/check.h"
 
 namespace rung9 {
 
@@ -31,8 +31,8 @@ struct Staged {
 
 // A tile on an edge of A or B (or rows that are not 16-byte aligned): every load
 // is guarded, and zeros stand in for elements outside the matrices.
-__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0,
-                                            int k0, bool vecA, bool vecB) {
+__device__ __forceinline__ Staged loadTiles(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0,
+                                            bool vecA, bool vecB) {
     const int t = threadIdx.x;
     const int ar = m0 + t / 2, ac = k0 + (t % 2) * 4;    // A: row ar, columns ac..ac+3
     const int br = k0 + t / 64, bc = n0 + (t % 64) * 4;  // B: rows br and br+4, columns bc..bc+3
@@ -91,8 +91,8 @@ __device__ __forceinline__ void storeSplitTile(float* C, int M, int N, int m0, i
     }
 }
 
-__global__ void __launch_bounds__(kThreads)
-sgemmRegDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads) sgemmRegDoubleBuffered(int M, int N, int K, const float* __restrict__ A,
+                                                                   const float* __restrict__ B, float* __restrict__ C) {
     __shared__ __align__(16) float As[2][kBK * kLDA];
     __shared__ __align__(16) float Bs[2][kBK * kBN];
     const int t = threadIdx.x, tx = t % 16, ty = t / 16;

@@ -13,8 +13,8 @@
 // with the working threads packed together.
 // Run: ./build/bin/reduction --rung=1
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

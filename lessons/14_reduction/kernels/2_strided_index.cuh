@@ -12,8 +12,8 @@
 // (kernels/3_sequential.cuh), sequential addressing: no divergence, no conflicts.
 // Run: ./build/bin/reduction --rung=2
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

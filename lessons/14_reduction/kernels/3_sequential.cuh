@@ -12,8 +12,8 @@
 // (kernels/4_coarsened.cuh), many values per thread before the tree.
 // Run: ./build/bin/reduction --rung=3
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

@@ -13,10 +13,10 @@
 // (kernels/5_warp_shuffle.cuh), the last warp of the tree with shuffles.
 // Run: ./build/bin/reduction --rung=4
 #pragma once
+#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"
@@ -58,7 +58,7 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     reduceCoarsened<<<unsigned(blocks), kThreads>>>(in, out, count);
     CUDA_CHECK_LAUNCH();
     const uint64_t trips = lesson::ceil_div(count, 2 * kThreads * blocks);  // loop trips of thread 0
-    return {blocks, 1 + trips + kLevels};  // the pair, the chain in `sum`, the tree
+    return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
 }  // namespace rung4

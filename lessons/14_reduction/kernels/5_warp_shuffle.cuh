@@ -12,10 +12,10 @@
 // (kernels/6_cooperative_groups.cuh), the same warp step with cg::reduce.
 // Run: ./build/bin/reduction --rung=5
 #pragma once
+#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"
@@ -57,7 +57,7 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     reduceWarpShuffle<<<unsigned(blocks), kThreads>>>(in, out, count);
     CUDA_CHECK_LAUNCH();
     const uint64_t trips = lesson::ceil_div(count, 2 * kThreads * blocks);  // loop trips of thread 0
-    return {blocks, 1 + trips + kLevels};  // the pair, the chain in `sum`, the tree
+    return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
 }  // namespace rung5

@@ -12,12 +12,12 @@
 // (kernels/7_float4_two_kernels.cuh), 16-byte loads and one pass.
 // Run: ./build/bin/reduction --rung=6
 #pragma once
-#include <algorithm>
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
+#include <cuda_runtime.h>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"
@@ -61,7 +61,7 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     reduceCg<<<unsigned(blocks), kThreads>>>(in, out, count);
     CUDA_CHECK_LAUNCH();
     const uint64_t trips = lesson::ceil_div(count, 2 * kThreads * blocks);  // loop trips of thread 0
-    return {blocks, 1 + trips + kLevels};  // the pair, the chain in `sum`, the tree
+    return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
 }  // namespace rung6

@@ -16,9 +16,9 @@
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

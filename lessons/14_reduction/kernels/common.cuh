@@ -6,9 +6,9 @@
 // block reduction, so that `diff kernels/N_a.cuh kernels/M_b.cuh` shows one idea.
 // Run: ./build/bin/reduction --rung=N
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 
 // What one call of a rung's launcher did: it reduced `count` values to `values`
 // values (one per block for the multi-pass rungs 1-6, one for rungs 7 and 8), and

@@ -14,8 +14,8 @@
 // Rung 4 turns tile scans into a scan of the whole array.
 // Run: ./build/bin/scan --rung=1
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common/check.h"
 
 namespace hillis_steele {
@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kThreads) scanTiles(const T* __restrict__ in, 
     }
     int cur = 0;
     for (int offset = 1; offset < kTile; offset *= 2) {  // log2(kTile) steps
-        __syncthreads();  // the previous step's writes are visible to every thread
+        __syncthreads();                                 // the previous step's writes are visible to every thread
         for (int j = threadIdx.x; j < kTile; j += kThreads)
             buf[1 - cur][j] = j >= offset ? buf[cur][j - offset] + buf[cur][j] : buf[cur][j];
         cur = 1 - cur;
@@ -52,10 +52,8 @@ inline size_t workspace_bytes(size_t /*n*/) { return 0; }
 template <class T>
 void scan(const T* in, T* out, size_t n, bool exclusive, void* /*workspace*/, cudaStream_t stream) {
     const unsigned tiles = static_cast<unsigned>((n + kTile - 1) / kTile);
-    if (exclusive)
-        scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
-    else
-        scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    if (exclusive) scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    else scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
     CUDA_CHECK_LAUNCH();
 }
 

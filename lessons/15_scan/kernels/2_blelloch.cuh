@@ -12,8 +12,8 @@
 // One block scans one tile of kTile elements; a grid scans every tile on its
 // own (a segmented scan). Run: ./build/bin/scan --rung=2
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common/check.h"
 
 namespace blelloch {
@@ -68,10 +68,8 @@ inline size_t workspace_bytes(size_t /*n*/) { return 0; }
 template <class T>
 void scan(const T* in, T* out, size_t n, bool exclusive, void* /*workspace*/, cudaStream_t stream) {
     const unsigned tiles = static_cast<unsigned>((n + kTile - 1) / kTile);
-    if (exclusive)
-        scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
-    else
-        scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    if (exclusive) scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    else scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -12,15 +12,15 @@
 // One block scans one tile of kTile elements; a grid scans every tile on its
 // own (a segmented scan). Run: ./build/bin/scan --rung=3
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common/check.h"
 
 namespace blelloch_padded {
 
 constexpr int kThreads = 1024;
 constexpr int kTile = 2 * kThreads;  // 2 elements per thread
-constexpr int kLogBanks = 5;          // 32 banks of 4-byte words
+constexpr int kLogBanks = 5;         // 32 banks of 4-byte words
 
 // EXERCISE 1 BEGIN: count the bank conflicts of rungs 2 and 3 with Nsight Compute, then try a
 // second level of padding, i + (i >> 5) + (i >> 10), and compare with the model in verify/scan.h.
@@ -76,10 +76,8 @@ inline size_t workspace_bytes(size_t /*n*/) { return 0; }
 template <class T>
 void scan(const T* in, T* out, size_t n, bool exclusive, void* /*workspace*/, cudaStream_t stream) {
     const unsigned tiles = static_cast<unsigned>((n + kTile - 1) / kTile);
-    if (exclusive)
-        scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
-    else
-        scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    if (exclusive) scanTiles<T, true><<<tiles, kThreads, 0, stream>>>(in, out, n);
+    else scanTiles<T, false><<<tiles, kThreads, 0, stream>>>(in, out, n);
     CUDA_CHECK_LAUNCH();
 }
 

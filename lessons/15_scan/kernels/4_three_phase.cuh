@@ -13,9 +13,9 @@
 // Next: rung 5 scans in one pass, with the same tile scan (diff the two files).
 // Run: ./build/bin/scan --rung=4
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common/check.h"
 
 namespace three_phase {
@@ -33,9 +33,16 @@ constexpr unsigned kFull = 0xffffffffu;
 // pass over the vector: 26.
 constexpr uint64_t kTileDepth = 32;
 
-template <class T> struct Vec;
-template <> struct Vec<unsigned> { using type = uint4; };
-template <> struct Vec<float> { using type = float4; };
+template <class T>
+struct Vec;
+template <>
+struct Vec<unsigned> {
+    using type = uint4;
+};
+template <>
+struct Vec<float> {
+    using type = float4;
+};
 
 // Lane l of warp w holds elements w*kWarpItems + (k*32 + l)*4 + c of the tile
 // (k < kVecs, c < 4): each of its kVecs loads is one row of the warp, 512
@@ -180,10 +187,8 @@ void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaSt
     const size_t tiles = tiles_for(n);
     T* tileSums = tiles > 1 ? static_cast<T*>(workspace) : nullptr;
     // Phase 1.
-    if (exclusive)
-        scanTiles<T, true><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
-    else
-        scanTiles<T, false><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
+    if (exclusive) scanTiles<T, true><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
+    else scanTiles<T, false><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
     CUDA_CHECK_LAUNCH();
     if (tiles == 1) return;
     // Phase 2: an exclusive scan of the tile sums, in place; the next level's sums follow this level's.

@@ -19,10 +19,10 @@
 // Next: the application, stream compaction (kernels/compact.cuh).
 // Run: ./build/bin/scan --rung=5
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
 #include <cuda/atomic>
-#include <cuda_runtime.h>
 #include "common/check.h"
 
 namespace single_pass {
@@ -40,9 +40,16 @@ constexpr unsigned kFull = 0xffffffffu;
 // pass over the vector: 26.
 constexpr uint64_t kTileDepth = 32;
 
-template <class T> struct Vec;
-template <> struct Vec<unsigned> { using type = uint4; };
-template <> struct Vec<float> { using type = float4; };
+template <class T>
+struct Vec;
+template <>
+struct Vec<unsigned> {
+    using type = uint4;
+};
+template <>
+struct Vec<float> {
+    using type = float4;
+};
 
 // Lane l of warp w holds elements w*kWarpItems + (k*32 + l)*4 + c of the tile
 // (k < kVecs, c < 4): each of its kVecs loads is one row of the warp, 512
@@ -133,26 +140,37 @@ __device__ __forceinline__ void tileFinish(T (&x)[kItems], const T (&vecBase)[kV
 }
 
 // ---- the tile status words: flag in the high 32 bits, the value's bits in the low 32
-constexpr unsigned long long kStatusX = 0;          // X: nothing published yet (cudaMemset 0)
+constexpr unsigned long long kStatusX = 0;           // X: nothing published yet (cudaMemset 0)
 constexpr unsigned long long kStatusA = 1ull << 32;  // A: the tile's aggregate
 constexpr unsigned long long kStatusP = 2ull << 32;  // P: the tile's inclusive prefix
-constexpr unsigned kBackoffNs = 100;  // pause between two polls of a predecessor still at X
+constexpr unsigned kBackoffNs = 100;                 // pause between two polls of a predecessor still at X
 
 __device__ __forceinline__ unsigned long long pack(unsigned long long flag, unsigned v) { return flag | v; }
-__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) { return flag | __float_as_uint(v); }
+__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {
+    return flag | __float_as_uint(v);
+}
 __device__ __forceinline__ unsigned long long flagOf(unsigned long long word) { return word & ~0xffffffffull; }
-template <class T> __device__ __forceinline__ T valueOf(unsigned long long word);
-template <> __device__ __forceinline__ unsigned valueOf<unsigned>(unsigned long long word) { return unsigned(word); }
-template <> __device__ __forceinline__ float valueOf<float>(unsigned long long word) { return __uint_as_float(unsigned(word)); }
+template <class T>
+__device__ __forceinline__ T valueOf(unsigned long long word);
+template <>
+__device__ __forceinline__ unsigned valueOf<unsigned>(unsigned long long word) {
+    return unsigned(word);
+}
+template <>
+__device__ __forceinline__ float valueOf<float>(unsigned long long word) {
+    return __uint_as_float(unsigned(word));
+}
 
 // One 64-bit word, read and written whole (never torn): the flag and its value
 // arrive together, so no fence is needed between writing the value and the flag.
 // Device scope: the access goes to L2, where every SM sees it.
 __device__ __forceinline__ void publish(unsigned long long* status, size_t tile, unsigned long long word) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(status[tile]).store(word, cuda::memory_order_relaxed);
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(status[tile])
+        .store(word, cuda::memory_order_relaxed);
 }
 __device__ __forceinline__ unsigned long long poll(unsigned long long* status, size_t tile) {
-    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(status[tile]).load(cuda::memory_order_relaxed);
+    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(status[tile])
+        .load(cuda::memory_order_relaxed);
 }
 
 // Warp 0 of the block that owns `tile`: publish the aggregate, then look back
@@ -167,7 +185,7 @@ __device__ T lookBack(unsigned long long* status, size_t tile, T aggregate) {
         return T(0);
     }
     if (lane == 0) publish(status, tile, pack(kStatusA, aggregate));  // successors may use it already
-    T between = T(0);  // the aggregates of the tiles between the nearest P and this tile
+    T between = T(0);                              // the aggregates of the tiles between the nearest P and this tile
     long long end = static_cast<long long>(tile);  // this window is tiles [end - 32, end)
     while (true) {
         const long long pred = end - 32 + lane;
@@ -195,9 +213,8 @@ __device__ T lookBack(unsigned long long* status, size_t tile, T aggregate) {
 }
 
 template <class T, bool kExclusive>
-__global__ void __launch_bounds__(kThreads)
-    scanSinglePass(const T* __restrict__ in, T* __restrict__ out, size_t n, unsigned long long* status,
-                   unsigned* tileCounter) {
+__global__ void __launch_bounds__(kThreads) scanSinglePass(const T* __restrict__ in, T* __restrict__ out, size_t n,
+                                                           unsigned long long* status, unsigned* tileCounter) {
     __shared__ unsigned tileShared;
     __shared__ T warpTotals[kWarps];
     __shared__ T prefixShared;
@@ -244,7 +261,8 @@ void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaSt
     if (exclusive)
         scanSinglePass<T, true><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, status, tileCounter);
     else
-        scanSinglePass<T, false><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, status, tileCounter);
+        scanSinglePass<T, false>
+            <<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, status, tileCounter);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -14,10 +14,10 @@
 // Before: rung 5. Next: lesson 16 (histograms: atomics and contention).
 // Run: ./build/bin/scan --rung=5 --threshold=500
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
-#include "common/check.h"
+#include <cstddef>
 #include "5_single_pass.cuh"
+#include "common/check.h"
 
 namespace compact {
 

@@ -11,9 +11,9 @@
 //         (diff kernels/1_global.cuh kernels/2_shared.cuh).
 // Run:    ./build/bin/histogram --rung=1
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 
 namespace rung1 {
 
@@ -21,8 +21,8 @@ constexpr int kBins = 256;
 constexpr int kThreads = 256;
 
 // One thread per byte; the last block may be partly outside the input.
-__global__ void __launch_bounds__(kThreads) histogramGlobal(const uint8_t* __restrict__ in, size_t n,
-                                                            unsigned int* __restrict__ hist) {
+__global__ void __launch_bounds__(kThreads)
+    histogramGlobal(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) atomicAdd(&hist[in[i]], 1u);
 }

@@ -14,9 +14,9 @@
 //         rung 4 also starts from this file (diff kernels/2_shared.cuh kernels/4_wide.cuh).
 // Run:    ./build/bin/histogram --rung=2
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 
 namespace rung2 {
 
@@ -25,8 +25,8 @@ constexpr int kThreads = 256;
 constexpr int kBytesPerThread = 64;
 constexpr size_t kTileBytes = size_t(kThreads) * kBytesPerThread;  // 16 KB per block
 
-__global__ void __launch_bounds__(kThreads) histogramShared(const uint8_t* __restrict__ in, size_t n,
-                                                            unsigned int* __restrict__ hist) {
+__global__ void __launch_bounds__(kThreads)
+    histogramShared(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     __shared__ unsigned int s_hist[kBins];
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) s_hist[b] = 0;
     __syncthreads();  // all zeros are written before anyone adds

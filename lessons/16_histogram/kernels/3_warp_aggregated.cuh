@@ -13,9 +13,9 @@
 //         (diff kernels/2_shared.cuh kernels/4_wide.cuh).
 // Run:    ./build/bin/histogram --rung=3
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 
 namespace rung3 {
 
@@ -23,10 +23,10 @@ constexpr int kBins = 256;
 constexpr int kThreads = 256;  // a multiple of 32: every warp is complete
 constexpr int kBytesPerThread = 64;
 constexpr size_t kTileBytes = size_t(kThreads) * kBytesPerThread;  // 16 KB per block
-constexpr unsigned int kNoBin = kBins;  // what a lane past the end of the tile holds
+constexpr unsigned int kNoBin = kBins;                             // what a lane past the end of the tile holds
 
-__global__ void __launch_bounds__(kThreads) histogramWarpAggregated(const uint8_t* __restrict__ in, size_t n,
-                                                                    unsigned int* __restrict__ hist) {
+__global__ void __launch_bounds__(kThreads)
+    histogramWarpAggregated(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     __shared__ unsigned int s_hist[kBins];
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) s_hist[b] = 0;
     __syncthreads();  // all zeros are written before anyone adds

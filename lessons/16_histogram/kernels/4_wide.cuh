@@ -13,9 +13,9 @@
 //         (diff kernels/4_wide.cuh kernels/5_lane_copies.cuh).
 // Run:    ./build/bin/histogram --rung=4
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common/check.h"
 
 namespace rung4 {
@@ -23,8 +23,8 @@ namespace rung4 {
 constexpr int kBins = 256;
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) histogramWide(const uint8_t* __restrict__ in, size_t n,
-                                                          unsigned int* __restrict__ hist) {
+__global__ void __launch_bounds__(kThreads)
+    histogramWide(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     __shared__ unsigned int s_hist[kBins];
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) s_hist[b] = 0;
     __syncthreads();  // all zeros are written before anyone adds

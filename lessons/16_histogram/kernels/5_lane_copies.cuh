@@ -14,9 +14,9 @@
 // Next:   cub::DeviceHistogram::HistogramEven in main.cu, the yardstick.
 // Run:    ./build/bin/histogram --rung=5
 #pragma once
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "common/check.h"
 
 namespace rung5 {
@@ -25,8 +25,8 @@ constexpr int kBins = 256;
 constexpr int kThreads = 256;
 constexpr int kCopies = 32;  // one per lane of a warp
 
-__global__ void __launch_bounds__(kThreads) histogramLaneCopies(const uint8_t* __restrict__ in, size_t n,
-                                                                unsigned int* __restrict__ hist) {
+__global__ void __launch_bounds__(kThreads)
+    histogramLaneCopies(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     // EXERCISE 2 BEGIN: one copy per warp instead of one per lane
     // (s_hist[warp * kBins + bin], 8 KB); measure both inputs and explain.
     __shared__ unsigned int s_hist[kBins * kCopies];  // [bin][copy]: 32 KB

@@ -36,9 +36,8 @@ inline void blur3x3_rows(const float* in, double* out, int64_t width, int64_t he
 // Blocks of rows run on all host cores; each pixel is the same sum as on one thread.
 inline void blur3x3_reference(const float* in, double* out, int64_t width, int64_t height) {
     if (width <= 0 || height <= 0) return;
-    parallel_blocks(uint64_t(height), items_per_block(9 * uint64_t(width)), [=](uint64_t y0, uint64_t y1) {
-        blur3x3_rows(in, out, width, height, int64_t(y0), int64_t(y1));
-    });
+    parallel_blocks(uint64_t(height), items_per_block(9 * uint64_t(width)),
+                    [=](uint64_t y0, uint64_t y1) { blur3x3_rows(in, out, width, height, int64_t(y0), int64_t(y1)); });
 }
 
 }  // namespace verify

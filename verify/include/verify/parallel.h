@@ -117,8 +117,8 @@ template <class T, class F>
 std::vector<T> block_partials(uint64_t n, uint64_t grain, const F& partial, int threads = 0) {
     grain = std::max<uint64_t>(grain, 1);
     std::vector<T> parts(static_cast<size_t>(n / grain + (n % grain != 0)));
-    parallel_blocks(n, grain, [&](uint64_t begin, uint64_t end) { parts[begin / grain] = partial(begin, end); },
-                    threads);
+    parallel_blocks(
+        n, grain, [&](uint64_t begin, uint64_t end) { parts[begin / grain] = partial(begin, end); }, threads);
     return parts;
 }
 

@@ -24,8 +24,7 @@ inline float hash_uniform(uint64_t seed, uint64_t index, float lo = -1.0f, float
 
 // p[i] = hash_uniform(seed, first + i): element i of a stream that starts at `first`.
 // Each element depends on its index alone, so blocks of it fill on all host cores.
-inline void fill_uniform(float* p, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
-                         uint64_t first = 0) {
+inline void fill_uniform(float* p, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f, uint64_t first = 0) {
     parallel_blocks(n, items_per_block(1), [=](uint64_t begin, uint64_t end) {
         for (uint64_t i = begin; i < end; ++i) p[i] = hash_uniform(seed, first + i, lo, hi);
     });

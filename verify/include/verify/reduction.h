@@ -39,7 +39,7 @@ struct NeumaierSum {
     void add(double x) {
         const double t = sum + x;
         if (std::fabs(sum) >= std::fabs(x)) comp += (sum - t) + x;  // x's low bits were lost
-        else comp += (x - t) + sum;                                   // sum's low bits were lost
+        else comp += (x - t) + sum;                                 // sum's low bits were lost
         sum = t;
     }
     double value() const { return sum + comp; }

@@ -79,7 +79,8 @@ inline void inclusive_scan_reference(const int32_t* in, int32_t* out, uint64_t n
         carry[b] = running;
         running += sums[b];
     }
-    parallel_blocks(n, kScanBlock, [&](uint64_t begin, uint64_t end) { scan_range(begin, end, carry[begin / kScanBlock]); });
+    parallel_blocks(n, kScanBlock,
+                    [&](uint64_t begin, uint64_t end) { scan_range(begin, end, carry[begin / kScanBlock]); });
 }
 
 // The double-precision inclusive scan of float inputs.
@@ -207,8 +208,8 @@ inline double scan_float_tolerance(uint64_t gpu_depth, uint64_t n) {
 // exactly). The right side is the worst-case error of any order of additions
 // with at most d roundings per input (tol from scan_float_tolerance): a
 // correct kernel can never fail it. NaN and Inf always fail.
-inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n,
-                                      bool exclusive, double tol, const std::string& what) {
+inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n, bool exclusive,
+                                      double tol, const std::string& what) {
     // Sum of |in| before each block, so that every block knows its running |sum| from its start.
     const std::vector<double> abs_sums = block_partials<double>(n, kScanBlock, [=](uint64_t begin, uint64_t end) {
         double s = 0;
