@@ -596,14 +596,14 @@ int main(int argc, char** argv) {
                     "updated, fork/join, with cuBLAS).");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 2, int64_t(1) << 24, "floats in the state array");
-    cli.add_int("steps", &steps, 1, 1000000, "steps of the workload", 50);
+    cli.add_int("steps", &steps, 1, 1000000, "steps of the workload", 10);
     cli.add_int("kernels-per-step", &K, 1, 1000, "kernels per step (the stencil and K - 1 affine updates)");
     cli.add_int("graph-steps", &graph_steps, 1, 1000000, "steps per graph in modes b, c, e, f (must divide --steps)");
     cli.add_int("mode", &mode, 0, kModeCount, "run and check one mode alone (0 = all, the probe and the sweep)");
-    cli.add_int("empty-kernels", &empties, 1, 100000, "empty kernels of the launch-overhead probe", 100);
+    cli.add_int("empty-kernels", &empties, 1, 100000, "empty kernels of the launch-overhead probe", 50);
     cli.add_int("sweep", &sweep, 0, 26, "largest log2 array size of the stream-vs-graph sweep (0 = none; else 10-26)",
-                16);
-    cli.add_int("sweep-steps", &sweep_steps, 1, 100000, "steps per run in the sweep", 10);
+                12);
+    cli.add_int("sweep-steps", &sweep_steps, 1, 100000, "steps per run in the sweep", 2);
     cli.add_output("dot", &dot, "mode b writes its one-step graph here (Graphviz dot)");
     cli.parse_or_exit(argc, argv);
     if (steps % graph_steps != 0)

@@ -149,11 +149,45 @@ __global__ void streamProbe(const float4* __restrict__ a, const float4* __restri
         }
     }
 }
+// The same mix in one pass over tiles: block b owns U * blockDim consecutive float4, each
+// thread U of them a block width apart, all U loads in flight before the first store (what a
+// coarsened elementwise kernel does: lesson 17).
+template <int R, int W, int U>
+__global__ void streamProbeTiles(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
+                                 size_t n4) {
+    const size_t base = size_t(blockIdx.x) * U * blockDim.x + threadIdx.x;
+    float4 s[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const size_t i = base + size_t(u) * blockDim.x;
+        s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (i < n4) {
+            s[u] = a[i];
+            if (R == 2) {
+                const float4 x = b[i];
+                s[u].x += x.x;
+                s[u].y += x.y;
+                s[u].z += x.z;
+                s[u].w += x.w;
+            }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const size_t i = base + size_t(u) * blockDim.x;
+        if (W == 0) {
+            if (s[u].x == 1234.5f && s[u].y == -1234.5f) c[0] = s[u];
+        } else if (i < n4) {
+            c[i] = s[u];
+        }
+    }
+}
 template <int R, int W>
 double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms, int trials) {
     double best = INFINITY;
-    // Three launch shapes: one float4 per thread; a grid-stride grid of 8 blocks per SM; the same
-    // with 4 float4 per input in flight per thread (what an unrolled reduction or copy does).
+    // Four launch shapes: one float4 per thread; a grid-stride grid of 8 blocks per SM; the same
+    // with 4 float4 per input in flight per thread (what an unrolled reduction or copy does);
+    // one pass over tiles with 4 float4 per thread (a coarsened elementwise kernel).
     const unsigned one_each = unsigned((n4 + 255) / 256), wave = unsigned(8 * sms);
     best = std::min(best, best_burst_ms(trials, 20, [&] {
                         streamProbe<R, W, 1><<<one_each, 256>>>(a, b, c, n4);
@@ -165,6 +199,11 @@ double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms,
                     }));
     best = std::min(best, best_burst_ms(trials, 20, [&] {
                         streamProbe<R, W, 4><<<wave, 256>>>(a, b, c, n4);
+                        CUDA_CHECK_LAUNCH();
+                    }));
+    // One pass over tiles, 4 float4 per thread in flight (a coarsened elementwise kernel).
+    best = std::min(best, best_burst_ms(trials, 20, [&] {
+                        streamProbeTiles<R, W, 4><<<unsigned((n4 + 1023) / 1024), 256>>>(a, b, c, n4);
                         CUDA_CHECK_LAUNCH();
                     }));
     return best;
