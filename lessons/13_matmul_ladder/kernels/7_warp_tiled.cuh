@@ -67,6 +67,7 @@ struct WarpTiling {
     static constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;
     static constexpr int kLM = kWM / kTM, kLN = kWN / kTN;  // lanes of a warp along M and N
     // EXERCISE 3 BEGIN: remove the padding (kLDA = kBM); predict, then measure, the bank conflicts
+    // STUB: static constexpr int kLDA = kBM + 4, kLDB = kBN;  // the padded rows: change kLDA
     static constexpr int kLDA = kBM + 4, kLDB = kBN;  // shared row lengths (A transposed and padded)
     // EXERCISE 3 END
     static constexpr int kStageFloats = kBK * (kLDA + kLDB);

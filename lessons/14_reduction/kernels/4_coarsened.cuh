@@ -36,6 +36,7 @@ __global__ void reduceCoarsened(const float* __restrict__ in, float* __restrict_
     // EXERCISE 1 BEGIN: add four values a block width apart per step instead of two
     // (i, i + blockDim.x, i + 2 blockDim.x, i + 3 blockDim.x; stride and launch() change
     // with it). Predict the depth the report prints, then measure --rung=4.
+    // STUB: float sum = 0.0f;
     float sum = 0.0f;
     for (size_t i = size_t(blockIdx.x) * 2 * blockDim.x + tid; i < n; i += stride) {
         float pair = in[i];
