@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     int64_t n = int64_t(1) << 28, rung_only = 0, coarsen = 0;
     double k_only = 0;
     std::string svg_path;
-    lesson::Cli cli("fusion_roofline", "Fuses square, add one, ReLU into one kernel, and measures this GPU's roofline.");
+    lesson::Cli cli("fusion_roofline",
+                    "Fuses square, add one, ReLU into one kernel, and measures this GPU's roofline.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, int64_t(1) << 34, "floats of x and y (any n: the tails are handled)", int64_t(1) << 20);
     cli.add_int("rung", &rung_only, 0, kSweepRung, "run one part alone: 1-3 a rung of the fusion ladder, 4 the sweep");
@@ -103,7 +104,8 @@ int main(int argc, char** argv) {
         lesson::bad_input("--coarsen applies to rung 3; allowed with --rung=0 or --rung=3");
     bool k_known = k_only == 0;
     for (const SweepRow& s : kSweep) k_known = k_known || k_of(s.p) == k_only;
-    if (!k_known) lesson::bad_input("--k is not a point of the sweep; allowed: 0 (all), 0.125, 0.25, 0.5, 1, 2, ... 512");
+    if (!k_known)
+        lesson::bad_input("--k is not a point of the sweep; allowed: 0 (all), 0.125, 0.25, 0.5, 1, 2, ... 512");
     if (k_only != 0 && rung_only != 0 && rung_only != kSweepRung)
         lesson::bad_input("--k applies to the sweep; allowed with --rung=0 or --rung=4");
     auto rung_selected = [&](const Rung& r) {
@@ -257,7 +259,8 @@ int main(int argc, char** argv) {
         report.metric("memory roof (best GB/s of the sweep at k <= 1)", mem_roof, "GB/s");
         report.variant_bound("memory roof (sweep, k <= 1)", mem_ms, mem_roof, "GB/s", dram.gbps, "DRAM bound", in_l2);
         report.variant_yardstick("memory roof vs D2D copy", mem_ms, mem_roof, "GB/s", d2d, "D2D copy", in_l2);
-        plot.add_slope(mem_roof, "#e15759", false, in_l2.empty() ? "memory roof (measured)" : "memory roof (data in L2)");
+        plot.add_slope(mem_roof, "#e15759", false,
+                       in_l2.empty() ? "memory roof (measured)" : "memory roof (data in L2)");
     }
     if (have_fp32) {
         report.metric("FP32 roof (best GFLOP/s of the sweep)", fp32_roof, "GFLOP/s");
@@ -294,7 +297,8 @@ int main(int argc, char** argv) {
             report.target("best fused rung vs DRAM bound",
                           verify::chain_bytes(N, true) / (rung_ms[best] * 1e6) / dram.gbps, 0.90, "%");
         if (have_mem) report.target("sweep memory-bound end vs D2D copy", mem_roof / d2d, 0.90, "%");
-        if (have_fp32) report.target("sweep compute-bound end vs FP32 peak from the clock", fp32_roof / peak, 0.90, "%");
+        if (have_fp32)
+            report.target("sweep compute-bound end vs FP32 peak from the clock", fp32_roof / peak, 0.90, "%");
     }
     char key[200];
     if (ladder && best >= 0) {

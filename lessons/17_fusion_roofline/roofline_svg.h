@@ -119,8 +119,8 @@ public:
                 s += line(left, ly - 4, left + 28, ly - 4, l, "legend");
                 char value[48];
                 std::snprintf(value, sizeof value, group == &slopes_ ? " (%.0f GB/s)" : " (%.0f GFLOP/s)", l.value);
-                s += "<text x=\"" + fmt(left + 36) + "\" y=\"" + fmt(ly) + "\">" + escape(l.label + value) +
-                     "</text>\n";
+                s +=
+                    "<text x=\"" + fmt(left + 36) + "\" y=\"" + fmt(ly) + "\">" + escape(l.label + value) + "</text>\n";
                 ly += 18;
             }
         for (const Legend& g : legend_) {
@@ -175,8 +175,8 @@ private:
         return buf;
     }
     static std::string line(double x0, double y0, double x1, double y1, const Line& l, const char* cls = "roof") {
-        return "<line class=\"" + std::string(cls) + "\" x1=\"" + fmt(x0) + "\" y1=\"" + fmt(y0) + "\" x2=\"" + fmt(x1) + "\" y2=\"" +
-               fmt(y1) + "\" stroke=\"" + escape(l.color) + "\" stroke-width=\"2\"" +
+        return "<line class=\"" + std::string(cls) + "\" x1=\"" + fmt(x0) + "\" y1=\"" + fmt(y0) + "\" x2=\"" +
+               fmt(x1) + "\" y2=\"" + fmt(y1) + "\" stroke=\"" + escape(l.color) + "\" stroke-width=\"2\"" +
                (l.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
     }
 

@@ -174,12 +174,9 @@ static Shape graph_shape(cudaGraph_t graph) {
     for (cudaGraphNode_t node : nodes) {
         cudaGraphNodeType type{};
         CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-        if (type == cudaGraphNodeTypeKernel)
-            ++s.kernels;
-        else if (type == cudaGraphNodeTypeMemcpy)
-            ++s.copies;
-        else
-            ++s.other;
+        if (type == cudaGraphNodeTypeKernel) ++s.kernels;
+        else if (type == cudaGraphNodeTypeMemcpy) ++s.copies;
+        else ++s.other;
     }
     CUDA_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &s.edges));  // null arrays: just the count
     return s;
@@ -622,9 +619,9 @@ int main(int argc, char** argv) {
     const size_t sweep_n = sweep > 0 && all ? size_t(1) << sweep : 0;
     // Host: initial states, references and results of two states (about 12 floats per element),
     // the readout matrix and the CPU's state sums; the sweep's array a few times over.
-    lesson::require_host_memory(
-        N * (12 * sizeof(float) + (kReadouts + 2) * sizeof(double)) + 4 * sweep_n * sizeof(float), "pageable",
-        "--n=" + std::to_string(n) + " --sweep=" + std::to_string(sweep));
+    lesson::require_host_memory(N * (12 * sizeof(float) + (kReadouts + 2) * sizeof(double)) +
+                                    4 * sweep_n * sizeof(float),
+                                "pageable", "--n=" + std::to_string(n) + " --sweep=" + std::to_string(sweep));
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     // Device: two states (x, prev, init), the readout matrix and cuBLAS's workspace, and the sweep's state.
     lesson::require_device_memory(N * (6 + kReadouts) * sizeof(float) + kCublasWorkspace + 3 * sweep_n * sizeof(float),

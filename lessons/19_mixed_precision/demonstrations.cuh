@@ -23,11 +23,11 @@
 
 #include "common/check.h"
 #include "common/report.h"
+#include "kernels/convert.cuh"
+#include "kernels/sum_in_order.cuh"
 #include "verify/compare.h"
 #include "verify/precision.h"
 #include "verify/random.h"
-#include "kernels/convert.cuh"
-#include "kernels/sum_in_order.cuh"
 
 // C = A * Bt^T, 64 x 64 x 256, with integer entries chosen so that every running sum
 // overflows FP16 on its way while every answer fits: for k < 128 the products are all
@@ -86,8 +86,8 @@ inline void demo_fp16_overflow(lesson::Report& report, cublasHandle_t blas, uint
     // 1. FP16 inputs, FP16 accumulation (and output): alpha and beta are halves.
     const __half one16 = __float2half(1.0f), zero16 = __float2half(0.0f);
     CUDA_CHECK(cudaMemset(d_c16, 0, size_t(M) * N * sizeof(__half)));  // 0, not NaN: the check counts non-finite
-    CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one16, d_bt16, CUDA_R_16F, K, d_a16,
-                              CUDA_R_16F, K, &zero16, d_c16, CUDA_R_16F, N, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one16, d_bt16, CUDA_R_16F, K, d_a16, CUDA_R_16F,
+                              K, &zero16, d_c16, CUDA_R_16F, N, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
     std::vector<uint16_t> c16(size_t(M) * N);
     CUDA_CHECK(cudaMemcpy(c16.data(), d_c16, c16.size() * 2, cudaMemcpyDeviceToHost));
     lesson::Check over;
@@ -182,9 +182,8 @@ inline void demo_underflow_and_loss_scaling(lesson::Report& report, uint64_t see
         same.pass = same.bad_count == 0;
         report.check(same);
         // Element by element, relative: |back - g| <= u |g| (compare's scale 0: no absolute floor).
-        const lesson::Check rel = verify::compare(back.data(), h_g.data(), n, u,
-                                                  "loss scale 2^24: every value back within FP16's unit roundoff 2^-11",
-                                                  0.0);
+        const lesson::Check rel = verify::compare(
+            back.data(), h_g.data(), n, u, "loss scale 2^24: every value back within FP16's unit roundoff 2^-11", 0.0);
         const std::string tag = scale == 1.0f ? "no loss scale" : "loss scale 2^24";
         report.metric("underflow demo, " + tag + ": values flushed to 0", double(zeros) / double(n), "fraction");
         report.metric("underflow demo, " + tag + ": values left subnormal", double(subnormal) / double(n), "fraction");
@@ -214,9 +213,8 @@ inline void demo_long_sums(lesson::Report& report, uint64_t seed) {
     const struct {
         demo::Acc acc;
         const verify::FloatFormat* fmt;
-    } accs[] = {{demo::Acc::Fp32, &verify::kFp32},
-                {demo::Acc::Fp16, &verify::kFp16},
-                {demo::Acc::Bf16, &verify::kBf16}};
+    } accs[] = {
+        {demo::Acc::Fp32, &verify::kFp32}, {demo::Acc::Fp16, &verify::kFp16}, {demo::Acc::Bf16, &verify::kBf16}};
     for (const auto& a : accs) {
         CUDA_CHECK(cudaMemset(d_sum, 0xFF, sizeof(float)));
         demo::sum_in_order(d_x, n, a.acc, d_sum);
@@ -227,7 +225,8 @@ inline void demo_long_sums(lesson::Report& report, uint64_t seed) {
                                      std::string("long-sum demo: ") + a.fmt->name +
                                          " accumulator, 16384 values in [0, 1), the CPU's emulated bits"));
         report.metric(std::string("long-sum demo: ") + a.fmt->name + " accumulator (exact sum " +
-                          std::to_string(exact) + ")", got, "");
+                          std::to_string(exact) + ")",
+                      got, "");
         if (a.acc == demo::Acc::Fp32)
             report.check(verify::compare(&got, &exact, 1, double(n) * verify::unit_roundoff(verify::kFp32),
                                          "long-sum demo: FP32 accumulator within n u of the exact sum", 0.0));

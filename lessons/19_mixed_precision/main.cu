@@ -56,8 +56,8 @@
 // we ask for C^T = op(Bt) * A^T with op = transpose: m = N, n = M, and both inputs
 // have leading dimension K (lesson 08 explains the swap). This "TN" form is also the
 // one cuBLASLt's FP8 kernels require on Hopper and Ada.
-static void gemm_ex(cublasHandle_t h, int M, int N, int K, const void* A, const void* Bt, cudaDataType in_type,
-                    void* C, cudaDataType c_type, cublasComputeType_t compute, const void* alpha, const void* beta) {
+static void gemm_ex(cublasHandle_t h, int M, int N, int K, const void* A, const void* Bt, cudaDataType in_type, void* C,
+                    cudaDataType c_type, cublasComputeType_t compute, const void* alpha, const void* beta) {
     CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, alpha, Bt, in_type, K, A, in_type, K, beta, C,
                               c_type, N, compute, CUBLAS_GEMM_DEFAULT));
 }
@@ -76,8 +76,8 @@ struct Fp8Plan {
 // is our A (K x M column-major, not transposed). Its A/B scale pointers point at the
 // dequantization scales amax / 448 that the conversion kernels wrote: D = scale_a *
 // scale_b * (A_fp8 B_fp8), accumulated in FP32, rounded to BF16.
-static Fp8Plan make_fp8_plan(cublasLtHandle_t lt, int M, int N, int K, const float* d_scale_a,
-                             const float* d_scale_bt, void* d_workspace, size_t workspace_bytes) {
+static Fp8Plan make_fp8_plan(cublasLtHandle_t lt, int M, int N, int K, const float* d_scale_a, const float* d_scale_bt,
+                             void* d_workspace, size_t workspace_bytes) {
     Fp8Plan p;
     p.workspace = d_workspace;
     p.workspace_bytes = workspace_bytes;
@@ -85,10 +85,10 @@ static Fp8Plan make_fp8_plan(cublasLtHandle_t lt, int M, int N, int K, const flo
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d_scale_bt,
-                                                sizeof d_scale_bt));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_scale_a,
-                                                sizeof d_scale_a));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d_scale_bt, sizeof d_scale_bt));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_scale_a, sizeof d_scale_a));
     // EXERCISE 1 BEGIN: set CUBLASLT_MATMUL_DESC_FAST_ACCUM to 1 (an int8_t) and compare rate and error
     // EXERCISE 1 END
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, uint64_t(K), uint64_t(N), int64_t(K)));
@@ -96,8 +96,8 @@ static Fp8Plan make_fp8_plan(cublasLtHandle_t lt, int M, int N, int K, const flo
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, uint64_t(N), uint64_t(M), int64_t(N)));
     cublasLtMatmulPreference_t pref = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &workspace_bytes, sizeof workspace_bytes));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                      sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found));
@@ -135,8 +135,7 @@ static void run_fp32(const Operands& o) {  // the handle's default math mode: no
     gemm_ex(o.blas, o.M, o.N, o.K, o.A, o.Bt, CUDA_R_32F, o.C, CUDA_R_32F, CUBLAS_COMPUTE_32F, &kOne, &kZero);
 }
 static void run_tf32(const Operands& o) {  // the same floats; cuBLAS rounds them to TF32 for the tensor cores
-    gemm_ex(o.blas, o.M, o.N, o.K, o.A, o.Bt, CUDA_R_32F, o.C, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, &kOne,
-            &kZero);
+    gemm_ex(o.blas, o.M, o.N, o.K, o.A, o.Bt, CUDA_R_32F, o.C, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, &kOne, &kZero);
 }
 static void run_bf16(const Operands& o) {
     gemm_ex(o.blas, o.M, o.N, o.K, o.Abf, o.Btbf, CUDA_R_16BF, o.C, CUDA_R_16BF, CUBLAS_COMPUTE_32F, &kOne, &kZero);
@@ -165,14 +164,14 @@ struct Precision {
     const verify::FloatFormat* out_fmt;  // C's format
     double u_acc;                        // unit roundoff of the accumulation
     lesson::MathUnit unit;
-    double peak_factor;                  // FP8: twice the 16-bit tensor rate (sm_89, sm_90)
-    bool sixteen_bit;                    // counts for the "best 16-bit rate" yardstick
+    double peak_factor;  // FP8: twice the 16-bit tensor rate (sm_89, sm_90)
+    bool sixteen_bit;    // counts for the "best 16-bit rate" yardstick
 };
 // FP8's accumulator: cuBLASLt accumulates in FP32 (CUBLAS_COMPUTE_32F), but inside
 // the FP8 MMA fewer bits are kept between promotions to FP32; budgeted as 2^-14.
 static const Precision kPrecisions[] = {
-    {"fp32", "FP32 (SIMT)", run_fp32, In::Fp32, &verify::kFp32, &verify::kFp32, 0x1p-24, lesson::MathUnit::Fp32Simt,
-     1, false},
+    {"fp32", "FP32 (SIMT)", run_fp32, In::Fp32, &verify::kFp32, &verify::kFp32, 0x1p-24, lesson::MathUnit::Fp32Simt, 1,
+     false},
     {"tf32", "TF32 tensor cores, FP32 accumulate", run_tf32, In::Tf32, &verify::kTf32, &verify::kFp32, 0x1p-24,
      lesson::MathUnit::Tf32Tensor, 1, false},
     {"bf16", "BF16 in/out, FP32 accumulate", run_bf16, In::Bf16, &verify::kBf16, &verify::kBf16, 0x1p-24,
@@ -234,12 +233,12 @@ static Rounded round_inputs(In in, const std::vector<float>& h_A, const std::vec
 static std::vector<uint16_t> copy_bits(const void* d_src, size_t offset, size_t count, size_t bytes) {
     std::vector<uint16_t> out(count);
     if (bytes == 2) {
-        CUDA_CHECK(cudaMemcpy(out.data(), static_cast<const uint16_t*>(d_src) + offset, count * 2,
-                              cudaMemcpyDeviceToHost));
+        CUDA_CHECK(
+            cudaMemcpy(out.data(), static_cast<const uint16_t*>(d_src) + offset, count * 2, cudaMemcpyDeviceToHost));
     } else {
         std::vector<uint8_t> narrow(count);
-        CUDA_CHECK(cudaMemcpy(narrow.data(), static_cast<const uint8_t*>(d_src) + offset, count,
-                              cudaMemcpyDeviceToHost));
+        CUDA_CHECK(
+            cudaMemcpy(narrow.data(), static_cast<const uint8_t*>(d_src) + offset, count, cudaMemcpyDeviceToHost));
         std::copy(narrow.begin(), narrow.end(), out.begin());
     }
     return out;
@@ -271,16 +270,16 @@ static std::vector<float> copy_rows(const void* d_C, const verify::FloatFormat* 
         } else {
             const std::vector<uint16_t> bits = copy_bits(d_C, size_t(rows[r] * N), size_t(N), 2);
             for (int64_t j = 0; j < N; ++j)
-                got[r * N + j] = out == &verify::kBf16 ? verify::bf16_bits_to_float(bits[j])
-                                                       : verify::fp16_bits_to_float(bits[j]);
+                got[r * N + j] =
+                    out == &verify::kBf16 ? verify::bf16_bits_to_float(bits[j]) : verify::fp16_bits_to_float(bits[j]);
         }
     }
     return got;
 }
 
 static std::string shape_text(int64_t M, int64_t N, int64_t K) {
-    return M == N && N == K ? std::to_string(M) + "^3" : std::to_string(M) + "x" + std::to_string(N) + "x" +
-                                                             std::to_string(K);
+    return M == N && N == K ? std::to_string(M) + "^3"
+                            : std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
 }
 
 // ---------------------------------------------------------------- main
@@ -328,8 +327,8 @@ int main(int argc, char** argv) {
     if (!only.empty() && selected < 0)
         lesson::bad_input("--precision=" + only + " is unknown; allowed: fp32, tf32, bf16, fp16, fp16acc16, fp8");
     const bool one_shape = opt.quick || cli.given("m") || cli.given("n") || cli.given("k");
-    const std::vector<Shape> shapes = one_shape ? std::vector<Shape>{{m, n, k}}
-                                                : std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}};
+    const std::vector<Shape> shapes =
+        one_shape ? std::vector<Shape>{{m, n, k}} : std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}};
     for (const Shape& s : shapes)
         if (check_rows > s.M)
             lesson::bad_input("--check-rows=" + std::to_string(check_rows) + " exceeds the " + std::to_string(s.M) +
@@ -495,9 +494,10 @@ int main(int argc, char** argv) {
             const Precision& pr = kPrecisions[p];
             if (!wanted(p)) continue;
             if (pr.in == In::Fp8 && !fp8_ok) {
-                report.note(std::string(pr.name) + ", " + shape + ": SKIP (FP8 tensor cores need compute capability "
-                            "8.9 or later; this GPU is " + std::to_string(prop.major) + "." +
-                            std::to_string(prop.minor) + ")");
+                report.note(std::string(pr.name) + ", " + shape +
+                            ": SKIP (FP8 tensor cores need compute capability "
+                            "8.9 or later; this GPU is " +
+                            std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")");
                 continue;
             }
             CUDA_CHECK(cudaMemset(d_C, 0xFF, nC * sizeof(float)));  // NaN in every format
@@ -509,15 +509,16 @@ int main(int argc, char** argv) {
             }
             const double u_in = pr.in == In::Fp32 ? 0.0 : verify::unit_roundoff(*pr.in_fmt);
             const double tol = verify::gemm_tolerance(u_in, verify::unit_roundoff(*pr.out_fmt), pr.u_acc, K);
-            const lesson::Check c = verify::compare(got.data(), ref.data(), ref.size(), tol,
-                                                    std::string(pr.name) + ", " + shape + ", " +
-                                                        std::to_string(rows.size()) + " sampled rows vs double "
-                                                        "reference of the float inputs");
+            const lesson::Check c =
+                verify::compare(got.data(), ref.data(), ref.size(), tol,
+                                std::string(pr.name) + ", " + shape + ", " + std::to_string(rows.size()) +
+                                    " sampled rows vs double "
+                                    "reference of the float inputs");
             report.check(c);
             const double rounded_err =
-                pr.in == In::Fp32 ? c.rel_l2
-                                  : verify::compare(got.data(), ref_rounded[int(pr.in)].data(), ref.size(), 1.0, "")
-                                        .rel_l2;
+                pr.in == In::Fp32
+                    ? c.rel_l2
+                    : verify::compare(got.data(), ref_rounded[int(pr.in)].data(), ref.size(), 1.0, "").rel_l2;
             report.metric(std::string(pr.name) + ", " + shape + ": rel-L2 vs the rounded inputs", rounded_err, "");
             const double ms = lesson::time_median_ms(R, [&] { pr.run(ops); });
             const double bytes = bytes_of(pr.in_fmt) * double(nA + nB) + bytes_of(pr.out_fmt) * double(nC);
@@ -543,11 +544,15 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaFree(d_A));
     }
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
-    report.note("CPU reference: " + std::to_string(check_rows) + " rows of C per shape (one random row in each band "
-                "of M/" + std::to_string(check_rows) + " rows), in double, from the float inputs and from each "
+    report.note("CPU reference: " + std::to_string(check_rows) +
+                " rows of C per shape (one random row in each band "
+                "of M/" +
+                std::to_string(check_rows) +
+                " rows), in double, from the float inputs and from each "
                 "precision's rounded inputs");
-    report.note("tolerance on rel-L2 = 4 u_in + 2 u_out + 4 u_acc sqrt(K) (u = unit roundoff 2^-p of the inputs', "
-                "output's and accumulator's formats; FP8's accumulator budgeted at 2^-14)");
+    report.note(
+        "tolerance on rel-L2 = 4 u_in + 2 u_out + 4 u_acc sqrt(K) (u = unit roundoff 2^-p of the inputs', "
+        "output's and accumulator's formats; FP8's accumulator budgeted at 2^-14)");
     CUBLAS_CHECK(cublasLtDestroy(lt));
     CUBLAS_CHECK(cublasDestroy(blas));
 
@@ -565,8 +570,8 @@ int main(int argc, char** argv) {
             const double peak = pr.peak_factor * lesson::peak_gflops(prop, int(opt.device), pr.unit) / 1e3;
             const std::string name = std::string(pr.name) + ", " + shape;
             if (std::isfinite(peak)) {
-                const std::string peak_name = pr.in == In::Fp8 ? "FP8 tensor peak"
-                                              : pr.unit == lesson::MathUnit::Fp32Simt ? "FP32 FMA peak"
+                const std::string peak_name = pr.in == In::Fp8                          ? "FP8 tensor peak"
+                                              : pr.unit == lesson::MathUnit::Fp32Simt   ? "FP32 FMA peak"
                                               : pr.unit == lesson::MathUnit::Tf32Tensor ? "TF32 tensor peak"
                                                                                         : "16-bit tensor peak";
                 report.variant_bound(name, t.ms, t.tflops, "TFLOP/s", peak, peak_name, small);
@@ -574,8 +579,7 @@ int main(int argc, char** argv) {
             if (best16 > 0)
                 report.variant_yardstick(name + " vs best 16-bit", t.ms, t.tflops, "TFLOP/s", best16, "best 16-bit",
                                          small);
-            else if (!std::isfinite(peak))
-                report.variant(name, t.ms, t.tflops, "TFLOP/s");
+            else if (!std::isfinite(peak)) report.variant(name, t.ms, t.tflops, "TFLOP/s");
         }
     }
     // The conversions: GB/s (bytes read + written) against the DRAM bound, measured only

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "../../lessons/17_fusion_roofline/roofline_svg.h"
 #include "catch_shim.hpp"
 #include "verify/fusion.h"
-#include "../../lessons/17_fusion_roofline/roofline_svg.h"
 
 static size_t count_of(const std::string& text, const std::string& what) {
     size_t n = 0;
@@ -54,8 +54,8 @@ TEST_CASE("fusion: the sweep input is on the 65536-value grid, and its index com
 }
 
 TEST_CASE("fusion: sweep flops count 2 per FMA, k = 1/every touches ceil(n / every) elements", "[fusion]") {
-    CHECK(verify::sweep_flops(16, {1, 8}) == 4.0);   // elements 0 and 8
-    CHECK(verify::sweep_flops(17, {1, 8}) == 6.0);   // 0, 8, 16
+    CHECK(verify::sweep_flops(16, {1, 8}) == 4.0);  // elements 0 and 8
+    CHECK(verify::sweep_flops(17, {1, 8}) == 6.0);  // 0, 8, 16
     CHECK(verify::sweep_flops(1, {1, 4}) == 2.0);
     CHECK(verify::sweep_flops(3, {512, 1}) == 3072.0);
     CHECK(verify::sweep_fmas_at(0, {1, 8}) == 1);
@@ -90,8 +90,8 @@ static std::vector<float> simulated_gpu(const std::vector<float>& x, verify::Swe
 
 TEST_CASE("fusion: check_sweep passes the right output and catches one wrong bit, NaN, a skipped FMA", "[fusion]") {
     const float a = 1.0f - 1.0f / 1024.0f, b = 1.0f / 1024.0f;
-    for (verify::SweepPoint p : {verify::SweepPoint{1, 8}, verify::SweepPoint{1, 2}, verify::SweepPoint{1, 1},
-                                 verify::SweepPoint{64, 1}}) {
+    for (verify::SweepPoint p :
+         {verify::SweepPoint{1, 8}, verify::SweepPoint{1, 2}, verify::SweepPoint{1, 1}, verify::SweepPoint{64, 1}}) {
         std::vector<float> x(100003);
         verify::fill_sweep_input(x.data(), x.size(), 11);
         x[5] = 0.1f;  // off the grid: computed directly

@@ -24,15 +24,15 @@ TEST_CASE("FP16: known encodings, overflow to inf, subnormals, ties to even", "[
     CHECK(verify::to_fp16_bits(-2.0f) == 0xC000);
     CHECK(verify::to_fp16_bits(0.0f) == 0x0000);
     CHECK(verify::to_fp16_bits(-0.0f) == 0x8000);
-    CHECK(verify::to_fp16_bits(65504.0f) == 0x7BFF);   // the largest finite FP16
-    CHECK(verify::to_fp16_bits(65519.0f) == 0x7BFF);   // below the midpoint: rounds down
-    CHECK(verify::to_fp16_bits(65520.0f) == 0x7C00);   // the midpoint ties to even: 65536, i.e. inf
+    CHECK(verify::to_fp16_bits(65504.0f) == 0x7BFF);  // the largest finite FP16
+    CHECK(verify::to_fp16_bits(65519.0f) == 0x7BFF);  // below the midpoint: rounds down
+    CHECK(verify::to_fp16_bits(65520.0f) == 0x7C00);  // the midpoint ties to even: 65536, i.e. inf
     CHECK(verify::to_fp16_bits(-1e6f) == 0xFC00);
     CHECK(verify::to_fp16_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
     CHECK(verify::to_fp16_bits(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
     CHECK(verify::to_fp16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // half of it ties to even: 0
     CHECK(verify::to_fp16_bits(std::ldexp(1.5f, -25)) == 0x0001);
-    CHECK(verify::to_fp16_bits(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 quanta ties to 2 (even)
+    CHECK(verify::to_fp16_bits(std::ldexp(3.0f, -25)) == 0x0002);         // 1.5 quanta ties to 2 (even)
     CHECK(verify::to_fp16_bits(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // tie: down to the even 1.0
     CHECK(verify::to_fp16_bits(1.0f + std::ldexp(3.0f, -11)) == 0x3C02);  // tie: up to the even mantissa 2
     CHECK(verify::fp16_bits_to_float(0x7BFF) == 65504.0f);
@@ -68,11 +68,11 @@ TEST_CASE("FP8 E4M3: encodings, saturation at 448, subnormals, NaN", "[precision
     CHECK(verify::to_e4m3_bits(464.0f) == 0x7E);   // tie between 448 and 480 (not a number): even 448
     CHECK(verify::to_e4m3_bits(1000.0f) == 0x7E);  // saturates
     CHECK(verify::to_e4m3_bits(-1e30f) == 0xFE);
-    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -6)) == 0x08);  // smallest normal
-    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -9)) == 0x01);  // smallest subnormal
-    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -10)) == 0x00); // tie to even: 0
-    CHECK(verify::to_e4m3_bits(1.0625f) == 0x38);  // tie between 1 and 1.125: even 1
-    CHECK(verify::to_e4m3_bits(1.1875f) == 0x3A);  // tie between 1.125 and 1.25: even 1.25
+    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -6)) == 0x08);   // smallest normal
+    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -9)) == 0x01);   // smallest subnormal
+    CHECK(verify::to_e4m3_bits(std::ldexp(1.0f, -10)) == 0x00);  // tie to even: 0
+    CHECK(verify::to_e4m3_bits(1.0625f) == 0x38);                // tie between 1 and 1.125: even 1
+    CHECK(verify::to_e4m3_bits(1.1875f) == 0x3A);                // tie between 1.125 and 1.25: even 1.25
     CHECK(verify::e4m3_bits_to_float(0x7E) == 448.0f);
     CHECK(std::isnan(verify::e4m3_bits_to_float(0x7F)));
     CHECK(std::isnan(verify::e4m3_bits_to_float(0xFF)));
@@ -173,9 +173,8 @@ TEST_CASE("stratified rows: one per band, ascending, distinct, in range", "[prec
 }
 
 TEST_CASE("A * B^T rows: a known 2x3 * (2x3)^T, and a scale", "[precision]") {
-    const float A[] = {1, 2, 3,
-                       4, 5, 6};
-    const float Bt[] = {1, 0, -1,   // row j of Bt is column j of B
+    const float A[] = {1, 2, 3, 4, 5, 6};
+    const float Bt[] = {1, 0, -1,  // row j of Bt is column j of B
                         2, 1, 0};
     double out[4] = {};
     verify::gemm_abt_rows(A, Bt, 2, 3, {0, 1}, out);

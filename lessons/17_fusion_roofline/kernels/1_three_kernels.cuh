@@ -8,8 +8,8 @@
 // Next: rung 2 (kernels/2_fused.cuh), the same chain in one kernel.
 // Run: ./build/bin/fusion_roofline --rung=1
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

@@ -8,8 +8,8 @@
 // several elements per thread.
 // Run: ./build/bin/fusion_roofline --rung=2
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"
@@ -21,10 +21,10 @@ constexpr int kThreads = 256;
 __global__ void squareAddRelu(const float* __restrict__ x, float* __restrict__ y, size_t n) {
     const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) {
-        float v = x[i];          // read once
-        v = v * v;               // square, in a register
-        v = v + 1.0f;            // add one, in a register
-        y[i] = fmaxf(v, 0.0f);   // ReLU, written once
+        float v = x[i];         // read once
+        v = v * v;              // square, in a register
+        v = v + 1.0f;           // add one, in a register
+        y[i] = fmaxf(v, 0.0f);  // ReLU, written once
     }
 }
 

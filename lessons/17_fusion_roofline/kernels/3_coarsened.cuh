@@ -10,8 +10,8 @@
 // (kernels/roofline_sweep.cuh), which moves along the other axis: flops per byte.
 // Run: ./build/bin/fusion_roofline --rung=3 [--coarsen=C]
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common.cuh"
 #include "common/check.h"
 #include "common/launch.h"

@@ -14,17 +14,17 @@
 // Before: the fusion ladder (kernels/1_... to 3_...). Next: lesson 18.
 // Run: ./build/bin/fusion_roofline --rung=4 [--k=K]
 #pragma once
+#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstddef>
-#include <cuda_runtime.h>
 #include "common/check.h"
 #include "common/launch.h"
 
 namespace sweep {
 
 constexpr int kThreads = 256;
-constexpr int kVectors = 2;              // float4 per thread
-constexpr int kValues = 4 * kVectors;    // independent FMA chains per thread
+constexpr int kVectors = 2;            // float4 per thread
+constexpr int kValues = 4 * kVectors;  // independent FMA chains per thread
 
 template <int FMAS, int EVERY>
 __global__ void __launch_bounds__(kThreads)

@@ -13,8 +13,8 @@
 // Before: lesson 17 (fusion and the roofline). Next: lesson 19 (mixed precision).
 // Run: ./build/bin/cuda_graphs
 #pragma once
-#include <cstddef>
 #include <cuda_runtime.h>
+#include <cstddef>
 
 namespace step {
 

@@ -12,12 +12,12 @@
 // Lesson 19 of the course; before: lesson 18, next: lesson 20.
 // Run: ./build/bin/mixed_precision
 #pragma once
-#include <cstddef>
-#include <cstdint>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <cstddef>
+#include <cstdint>
 #include "common/check.h"
 #include "common/launch.h"
 

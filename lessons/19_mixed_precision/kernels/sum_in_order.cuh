@@ -8,10 +8,10 @@
 // at 256, an FP16 one at 2048 (README, "The formats, measured").
 // Lesson 19 of the course. Run: ./build/bin/mixed_precision
 #pragma once
-#include <cstddef>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cstddef>
 #include "common/check.h"
 
 namespace demo {

@@ -104,27 +104,26 @@ inline lesson::Check check_sweep(const float* gpu, const float* x, uint64_t n, S
         int64_t first_bad = -1;
         uint64_t bad = 0;
     };
-    const std::vector<Tally> parts =
-        block_partials<Tally>(n, kReduceBlock, [&](uint64_t begin, uint64_t end) {
-            Tally t;
-            for (uint64_t e = begin; e < end; ++e) {
-                float ref = x[e];
-                if (sweep_fmas_at(e, p) > 0) {
-                    const uint32_t j = sweep_index_of(x[e]);
-                    ref = j < kSweepValues ? table[j] : sweep_chain(x[e], p.fmas, a, b);
-                }
-                const double d = static_cast<double>(gpu[e]) - static_cast<double>(ref);
-                t.diff2 += d * d;
-                t.ref2 += static_cast<double>(ref) * static_cast<double>(ref);
-                const double ad = std::fabs(d);
-                if (ad > t.max_abs || std::isnan(ad)) t.max_abs = ad;
-                if (std::memcmp(&gpu[e], &ref, sizeof(float)) != 0 || !std::isfinite(gpu[e])) {
-                    if (t.first_bad < 0) t.first_bad = static_cast<int64_t>(e);
-                    ++t.bad;
-                }
+    const std::vector<Tally> parts = block_partials<Tally>(n, kReduceBlock, [&](uint64_t begin, uint64_t end) {
+        Tally t;
+        for (uint64_t e = begin; e < end; ++e) {
+            float ref = x[e];
+            if (sweep_fmas_at(e, p) > 0) {
+                const uint32_t j = sweep_index_of(x[e]);
+                ref = j < kSweepValues ? table[j] : sweep_chain(x[e], p.fmas, a, b);
             }
-            return t;
-        });
+            const double d = static_cast<double>(gpu[e]) - static_cast<double>(ref);
+            t.diff2 += d * d;
+            t.ref2 += static_cast<double>(ref) * static_cast<double>(ref);
+            const double ad = std::fabs(d);
+            if (ad > t.max_abs || std::isnan(ad)) t.max_abs = ad;
+            if (std::memcmp(&gpu[e], &ref, sizeof(float)) != 0 || !std::isfinite(gpu[e])) {
+                if (t.first_bad < 0) t.first_bad = static_cast<int64_t>(e);
+                ++t.bad;
+            }
+        }
+        return t;
+    });
     lesson::Check c;
     c.what = what;
     c.checked = n;

@@ -29,17 +29,17 @@ namespace verify {
 // E4M3 has no infinity at all).
 struct FloatFormat {
     const char* name;
-    int p;          // significand bits, implicit bit included
-    int exp_bits;   // exponent field width (0: not stored as bits here, e.g. TF32 kept in a float)
-    int bias;       // exponent bias
-    int emin;       // exponent of the smallest normal number
+    int p;         // significand bits, implicit bit included
+    int exp_bits;  // exponent field width (0: not stored as bits here, e.g. TF32 kept in a float)
+    int bias;      // exponent bias
+    int emin;      // exponent of the smallest normal number
     double max_finite;
     bool saturate;  // overflow -> +-max_finite instead of +-inf
 };
 
 constexpr FloatFormat kFp32{"FP32", 24, 8, 127, -126, 3.4028234663852886e38, false};
 constexpr FloatFormat kTf32{"TF32", 11, 8, 127, -126, 3.4011621342146535e38, false};  // (2 - 2^-10) * 2^127
-constexpr FloatFormat kBf16{"BF16", 8, 8, 127, -126, 3.3895313892515355e38, false};  // (2 - 2^-7) * 2^127
+constexpr FloatFormat kBf16{"BF16", 8, 8, 127, -126, 3.3895313892515355e38, false};   // (2 - 2^-7) * 2^127
 constexpr FloatFormat kFp16{"FP16", 11, 5, 15, -14, 65504.0, false};
 constexpr FloatFormat kE4m3{"FP8 E4M3", 4, 4, 7, -6, 448.0, true};  // 1.75 * 2^8; S.1111.111 is NaN
 
@@ -54,8 +54,8 @@ inline double round_to(double x, const FloatFormat& f) {
     if (a == 0.0) return x;
     if (std::isinf(x)) return f.saturate ? std::copysign(f.max_finite, x) : x;
     int e2 = 0;
-    std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1): the exponent of a is e2 - 1
-    const int e = std::max(e2 - 1, f.emin);         // below the normal range the spacing stays fixed (subnormals)
+    std::frexp(a, &e2);                      // a = m * 2^e2, m in [0.5, 1): the exponent of a is e2 - 1
+    const int e = std::max(e2 - 1, f.emin);  // below the normal range the spacing stays fixed (subnormals)
     const double quantum = std::ldexp(1.0, e - (f.p - 1));
     const int mode = std::fegetround();
     if (mode != FE_TONEAREST) std::fesetround(FE_TONEAREST);
