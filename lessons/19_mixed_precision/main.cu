@@ -64,6 +64,8 @@ static void gemm_ex(cublasHandle_t h, int M, int N, int K, const void* A, const 
 
 // FP8 through cuBLASLt: a descriptor (compute and scale type, transposes, scale
 // pointers), three layouts, and an algorithm from the heuristic, made once per shape.
+constexpr int kScaleStride = 4;  // floats between the two FP8 scales: 16 bytes, the alignment cuBLASLt needs
+
 struct Fp8Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
@@ -402,7 +404,10 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaMalloc(&d_Bt8, nB));
         CUDA_CHECK(cudaMalloc(&d_C, nC * sizeof(float)));  // big enough for C in any format
         CUDA_CHECK(cudaMalloc(&d_amax, 2 * sizeof(unsigned)));
-        CUDA_CHECK(cudaMalloc(&d_scales, 2 * sizeof(float)));  // dequantization scales: [0] A, [1] Bt
+        // Dequantization scales: A's at [0], Bt's at [kScaleStride]. cuBLASLt's scale pointers must
+        // be 16-byte aligned: one 4 bytes in finds an algorithm, then cublasLtMatmul returns
+        // CUBLAS_STATUS_NOT_SUPPORTED (measured on an H100, cuBLASLt 13.1).
+        CUDA_CHECK(cudaMalloc(&d_scales, 2 * kScaleStride * sizeof(float)));
         CUDA_CHECK(cudaMalloc(&d_workspace, kWorkspace));
         CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), nA * sizeof(float), cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(d_Bt, h_Bt.data(), nB * sizeof(float), cudaMemcpyHostToDevice));
@@ -432,7 +437,7 @@ int main(int argc, char** argv) {
                 convert::to_half(d_Bt, d_Bt16, nB);
             } else {
                 convert::to_e4m3(d_A, d_A8, nA, d_amax, d_scales, prop.multiProcessorCount);
-                convert::to_e4m3(d_Bt, d_Bt8, nB, d_amax + 1, d_scales + 1, prop.multiProcessorCount);
+                convert::to_e4m3(d_Bt, d_Bt8, nB, d_amax + 1, d_scales + kScaleStride, prop.multiProcessorCount);
             }
         };
         lesson::HostTimer cpu;
@@ -467,9 +472,9 @@ int main(int argc, char** argv) {
                               std::vector<uint16_t>(r.a_bits.begin() + i * K, r.a_bits.begin() + (i + 1) * K),
                               nB + i * size_t(K), c);
             if (cv.in == In::Fp8) {  // the scales the GEMM will use, bit for bit too
-                float h_scales[2];
+                float h_scales[2 * kScaleStride];
                 CUDA_CHECK(cudaMemcpy(h_scales, d_scales, sizeof h_scales, cudaMemcpyDeviceToHost));
-                const bool same = h_scales[0] == r.scale_a && h_scales[1] == r.scale_bt;
+                const bool same = h_scales[0] == r.scale_a && h_scales[kScaleStride] == r.scale_bt;
                 c.checked += 2;
                 c.bad_count += same ? 0 : 1;
                 c.pass = c.pass && same;
@@ -488,7 +493,7 @@ int main(int argc, char** argv) {
         // 3d. Every wanted precision: poison C, run, check the sampled rows, time.
         Fp8Plan plan;
         if (fp8_ok && wanted(kPrecisionCount - 1))
-            plan = make_fp8_plan(lt, M, N, K, d_scales, d_scales + 1, d_workspace, kWorkspace);
+            plan = make_fp8_plan(lt, M, N, K, d_scales, d_scales + kScaleStride, d_workspace, kWorkspace);
         const Operands ops{M, N, K, d_A, d_Bt, d_A16, d_Bt16, d_Abf, d_Btbf, d_A8, d_Bt8, d_C, blas, lt, &plan};
         for (int p = 0; p < kPrecisionCount; ++p) {
             const Precision& pr = kPrecisions[p];

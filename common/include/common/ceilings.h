@@ -214,8 +214,10 @@ double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms,
 // arrays of equal size, in GB/s (bytes read + written): the best of `trials`
 // bursts of 20 launches of the simplest streaming kernel for that mix (and, for
 // 1:1, of cudaMemcpy). Each array is its own allocation, as a lesson's are, of
-// at least 512 MiB and 8x the L2 over all arrays (at most a quarter of the free
-// memory in all), so that the cache cannot serve it.
+// at least 1 GiB and 8x the L2 over all arrays (at most a quarter of the free
+// memory in all), so that the cache cannot serve it and the gap between two
+// launches of a burst (a microsecond or two) is as small a share of a launch as
+// in the lessons' own 1 GiB runs (with 512 MiB arrays it cost 0.1-0.4%).
 struct StreamBound {
     double gbps = NAN;
     std::string name;     // e.g. "DRAM bound, 2 reads : 1 write (best burst)"
@@ -240,7 +242,7 @@ inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, i
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const int arrays = reads + writes;
-    size_t per = std::max<size_t>(size_t(8) * prop.l2CacheSize / arrays, size_t(512) << 20);
+    size_t per = std::max<size_t>(size_t(8) * prop.l2CacheSize / arrays, size_t(1) << 30);
     per = std::min(per, free_b / 4 / 3);
     const size_t n4 = per / 16 & ~size_t(63);
     float4 *a = nullptr, *b = nullptr, *c = nullptr;
