@@ -32,7 +32,9 @@ LOG="$OUT/work/warnings.log"
 sources=()
 for d in README setup gpu-fundamentals measuring; do sources+=("docs-$d	docs/$d.md"); done
 for f in lessons/[0-9][0-9]_*/README.md; do n=${f#lessons/}; sources+=("${n%/README.md}	$f"); done
+sources+=("docs-profiling	docs/profiling.md")
 sources+=("docs-troubleshooting	docs/troubleshooting.md")
+sources+=("docs-teaching	docs/teaching.md")
 sources+=("docs-adding-a-lesson	docs/adding-a-lesson.md")
 
 title_of() { sed -n 's/^# \(.*\)/\1/p' "$1" | head -n 1; }
