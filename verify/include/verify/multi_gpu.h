@@ -1,0 +1,236 @@
+// verify/multi_gpu.h - the CPU side of lesson 22 (several GPUs): how work is split over GPUs,
+// the all-reduce's inputs and their exact sum, the ring all-reduce's schedule (and a CPU
+// replay of it), nccl-tests' bandwidth definitions, and the line a rank process writes back.
+//
+//  - split_range: GPU g of G gets products [total*g/G, total*(g+1)/G): contiguous, sizes
+//    differ by at most one.
+//  - allreduce_input: element i of rank r's buffer, a small integer held in a float. Sums of up
+//    to 64 of them are below 2^24, so every order of adding them gives the same bits: NCCL, the
+//    hand-written ring and the CPU must agree exactly.
+//  - ring schedule: reduce-scatter then all-gather over P ranks, chunk k = [n*k/P, n*(k+1)/P).
+//    ring_replay runs the very schedule that lesson 22's GPU code issues, on host arrays.
+//  - algbw = bytes / time; busbw = algbw * 2(P-1)/P for an all-reduce (nccl-tests' definition:
+//    the rate each link direction carries, comparable with the link's one-way bandwidth).
+// Host code; allreduce_input is also a device function when nvcc compiles it.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "common/report.h"
+#include "verify/parallel.h"
+
+#if defined(__CUDACC__)
+#define VERIFY_MULTI_GPU_HD __host__ __device__
+#else
+#define VERIFY_MULTI_GPU_HD
+#endif
+
+namespace verify {
+
+// ---------------------------------------------------------------- splitting the batch
+
+struct Range {
+    uint64_t first = 0, count = 0;
+};
+
+// Part `part` of `parts` of [0, total): contiguous, in order, sizes differ by at most one.
+inline Range split_range(uint64_t total, uint64_t parts, uint64_t part) {
+    Range r;
+    if (parts == 0 || part >= parts) return r;
+    r.first = total * part / parts;
+    r.count = total * (part + 1) / parts - r.first;
+    return r;
+}
+
+// ---------------------------------------------------------------- all-reduce inputs
+
+// Element i of rank `rank`'s send buffer: an integer in [0, 1023] from a hash of (seed, rank, i).
+VERIFY_MULTI_GPU_HD inline float allreduce_input(uint64_t seed, int rank, uint64_t i) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + uint64_t(rank) * 0xD1B54A32D192ED03ull + i;
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return float(x & 1023u);
+}
+
+// The sum over ranks 0..ranks-1 of element i: exact (an integer below 2^24 for ranks <= 64).
+inline float allreduce_expected(uint64_t seed, int ranks, uint64_t i) {
+    uint32_t s = 0;
+    for (int r = 0; r < ranks; ++r) s += uint32_t(allreduce_input(seed, r, i));
+    return float(s);
+}
+
+// An exact check: got[i] must be the very bits of expect(i) for every i < n (tolerance 0).
+template <class Expect>
+lesson::Check check_exact(const float* got, uint64_t n, const Expect& expect, const std::string& what) {
+    struct Tally {
+        uint64_t bad = 0;
+        int64_t first = -1;
+        double max_abs = 0, diff2 = 0, ref2 = 0;
+    };
+    const std::vector<Tally> parts = block_partials<Tally>(n, kReduceBlock, [&](uint64_t b, uint64_t e) {
+        Tally t;
+        for (uint64_t i = b; i < e; ++i) {
+            const float want = expect(i);
+            const double d = double(got[i]) - double(want);
+            t.ref2 += double(want) * double(want);
+            if (std::memcmp(&got[i], &want, sizeof(float)) == 0) continue;
+            t.diff2 += d * d;
+            if (!std::isnan(t.max_abs) && !(std::fabs(d) <= t.max_abs)) t.max_abs = std::fabs(d);  // NaN sticks
+            if (t.first < 0) t.first = int64_t(i);
+            ++t.bad;
+        }
+        return t;
+    });
+    lesson::Check c;
+    c.what = what;
+    c.checked = n;
+    double diff2 = 0, ref2 = 0;
+    c.max_abs = 0;
+    for (const Tally& t : parts) {
+        c.bad_count += t.bad;
+        diff2 += t.diff2;
+        ref2 += t.ref2;
+        if (!std::isnan(c.max_abs) && !(t.max_abs <= c.max_abs)) c.max_abs = t.max_abs;
+        if (t.first >= 0 && c.first_bad < 0) c.first_bad = t.first;  // blocks come in index order
+    }
+    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY);
+    if (std::isnan(c.max_abs)) c.rel_l2 = NAN;
+    c.tol = 0;
+    c.pass = n > 0 && c.bad_count == 0;
+    return c;
+}
+
+// An all-reduce result (the first n elements of one rank's receive buffer) against the exact sum.
+inline lesson::Check check_allreduce(const float* got, uint64_t n, uint64_t seed, int ranks, const std::string& what) {
+    return check_exact(got, n, [&](uint64_t i) { return allreduce_expected(seed, ranks, i); }, what);
+}
+
+// Two results with the same bits (e.g. the hand-written ring against NCCL).
+inline lesson::Check check_same_bits(const float* got, const float* want, uint64_t n, const std::string& what) {
+    return check_exact(got, n, [&](uint64_t i) { return want[i]; }, what);
+}
+
+// ---------------------------------------------------------------- the ring schedule
+
+// Chunk k of n elements cut in P pieces: [n*k/P, n*(k+1)/P). Some are empty when n < P.
+inline Range ring_chunk(uint64_t n, int P, int k) { return split_range(n, uint64_t(P), uint64_t(k)); }
+
+inline int ring_mod(int a, int P) { return ((a % P) + P) % P; }
+
+// Reduce-scatter, step s = 0..P-2: rank r sends chunk (r - s) to rank r+1, which adds its own
+// input to it: every rank receives chunk (r - 1 - s). After P-1 steps rank r holds the full
+// sum of chunk (r + 1).
+inline int ring_rs_send_chunk(int rank, int step, int P) { return ring_mod(rank - step, P); }
+inline int ring_rs_recv_chunk(int rank, int step, int P) { return ring_mod(rank - 1 - step, P); }
+// All-gather, step s = 0..P-2: rank r forwards chunk (r + 1 - s), whole sums, to rank r+1,
+// which stores it: every rank receives chunk (r - s).
+inline int ring_ag_send_chunk(int rank, int step, int P) { return ring_mod(rank + 1 - step, P); }
+inline int ring_ag_recv_chunk(int rank, int step, int P) { return ring_mod(rank - step, P); }
+// The chunk rank r owns (holds summed) between the two phases.
+inline int ring_owned_chunk(int rank, int P) { return ring_mod(rank + 1, P); }
+
+// The schedule replayed on the host, in the GPU code's order: x[r] are the inputs, the result
+// is y[r] for every rank (out of place). Each reduce-scatter step first copies every rank's
+// send chunk into its neighbour's receive buffer tmp (from x at step 0, from y later), then
+// every rank computes y[c] = x[c] + tmp: the same two operations as cudaMemcpyPeerAsync and
+// the add kernel. All-gather copies chunks from y[r] into y[r+1] directly.
+inline std::vector<std::vector<float>> ring_replay(const std::vector<std::vector<float>>& x) {
+    const int P = int(x.size());
+    const uint64_t n = P ? x[0].size() : 0;
+    std::vector<std::vector<float>> y(static_cast<size_t>(P), std::vector<float>(n, NAN));  // NaN: never written
+    if (P == 1) y[0] = x[0];
+    std::vector<std::vector<float>> tmp(static_cast<size_t>(P), std::vector<float>(n / std::max(P, 1) + 1, NAN));
+    for (int s = 0; s + 1 < P; ++s) {
+        for (int r = 0; r < P; ++r) {  // the copies: rank r -> rank r+1's tmp
+            const Range c = ring_chunk(n, P, ring_rs_send_chunk(r, s, P));
+            const std::vector<float>& src = s == 0 ? x[size_t(r)] : y[size_t(r)];
+            std::copy(src.begin() + int64_t(c.first), src.begin() + int64_t(c.first + c.count),
+                      tmp[size_t(ring_mod(r + 1, P))].begin());
+        }
+        for (int r = 0; r < P; ++r) {  // the adds, on every receiver
+            const Range c = ring_chunk(n, P, ring_rs_recv_chunk(r, s, P));
+            for (uint64_t i = 0; i < c.count; ++i)
+                y[size_t(r)][c.first + i] = x[size_t(r)][c.first + i] + tmp[size_t(r)][i];
+        }
+    }
+    for (int s = 0; s + 1 < P; ++s) {
+        std::vector<std::vector<float>> before = y;  // all copies of a step run at once: read the old state
+        for (int r = 0; r < P; ++r) {
+            const int k = ring_ag_send_chunk(r, s, P);
+            const Range c = ring_chunk(n, P, k);
+            std::copy(before[size_t(r)].begin() + int64_t(c.first), before[size_t(r)].begin() + int64_t(c.first + c.count),
+                      y[size_t(ring_mod(r + 1, P))].begin() + int64_t(c.first));
+        }
+    }
+    return y;
+}
+
+// ---------------------------------------------------------------- bandwidth, as nccl-tests reports it
+
+inline double algbw_gbps(double bytes, double ms) { return bytes / (ms * 1e6); }
+// All-reduce: each rank sends and receives 2(P-1)/P of the buffer, so algbw * 2(P-1)/P is what
+// every link direction carries (nccl-tests, doc/PERFORMANCE.md).
+inline double allreduce_busbw_factor(int P) { return P > 0 ? 2.0 * double(P - 1) / double(P) : 0.0; }
+
+// The sweep's sizes: 4 KiB, 16 KiB, ... (powers of 4) up to max_bytes, and max_bytes itself
+// when it is not one of them. Every size is a multiple of 4 bytes (whole floats).
+inline std::vector<uint64_t> sweep_sizes(uint64_t max_bytes) {
+    std::vector<uint64_t> s;
+    max_bytes &= ~uint64_t(3);
+    for (uint64_t b = 4096; b <= max_bytes; b *= 4) s.push_back(b);
+    if (max_bytes > 0 && (s.empty() || s.back() != max_bytes)) s.push_back(max_bytes);
+    return s;
+}
+
+// Collectives per timed burst for a size: about 256 MiB of data per burst, 1 to 200 calls.
+// A function of the size alone, because every rank must issue the same number of collectives
+// (a rank that issues one more waits for partners that never come).
+inline int burst_calls(uint64_t bytes) {
+    const uint64_t want = (uint64_t(256) << 20) / std::max<uint64_t>(bytes, 1);
+    return int(std::min<uint64_t>(200, std::max<uint64_t>(1, want)));
+}
+
+// ---------------------------------------------------------------- what a rank process reports
+
+// One line per size: "<bytes> <ms> <checked> <bad> <first_bad>", the median time of one
+// all-reduce and the rank's exact check of its receive buffer.
+struct RankLine {
+    uint64_t bytes = 0;
+    double ms = NAN;
+    uint64_t checked = 0, bad = 0;
+    int64_t first_bad = -1;
+};
+
+inline std::string format_rank_line(const RankLine& l) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%llu %.9g %llu %llu %lld\n", (unsigned long long)l.bytes, l.ms,
+                  (unsigned long long)l.checked, (unsigned long long)l.bad, (long long)l.first_bad);
+    return buf;
+}
+
+// False when the line is not one format_rank_line wrote.
+inline bool parse_rank_line(const std::string& s, RankLine* l) {
+    unsigned long long bytes = 0, checked = 0, bad = 0;
+    long long first = 0;
+    double ms = 0;
+    int used = 0;
+    if (std::sscanf(s.c_str(), "%llu %lg %llu %llu %lld%n", &bytes, &ms, &checked, &bad, &first, &used) != 5)
+        return false;
+    for (size_t i = size_t(used); i < s.size(); ++i)
+        if (s[i] != '\n' && s[i] != ' ') return false;
+    l->bytes = bytes;
+    l->ms = ms;
+    l->checked = checked;
+    l->bad = bad;
+    l->first_bad = first;
+    return true;
+}
+
+}  // namespace verify
