@@ -66,9 +66,9 @@ using multigpu::grid_for;
 using multigpu::kThreads;
 
 #if LESSON_HAVE_NCCL
-#define NCCL_CHECK(call)                                                                                 \
-    do {                                                                                                 \
-        ncclResult_t r_ = (call);                                                                        \
+#define NCCL_CHECK(call)                                                                                     \
+    do {                                                                                                     \
+        ncclResult_t r_ = (call);                                                                            \
         if (r_ != ncclSuccess) lesson::fail_call("NCCL", #call, ncclGetErrorString(r_), __FILE__, __LINE__); \
     } while (0)
 #endif
@@ -215,9 +215,8 @@ static SplitResult part_split(const Options& o, const std::vector<int>& dev, les
     const int R = int(o.common.repeat), kPasses = 3;
     for (int k = 1; k <= G; ++k) {
         // One pass, verified: copies in, GEMMs, copies out, one thread per GPU.
-        const double e2e_ms = on_each_gpu(k, [&](int g) {
-            run_share(gpu[g], n, verify::split_range(B, uint64_t(k), uint64_t(g)), h_A, h_B, h_C);
-        });
+        const double e2e_ms = on_each_gpu(
+            k, [&](int g) { run_share(gpu[g], n, verify::split_range(B, uint64_t(k), uint64_t(g)), h_A, h_B, h_C); });
         if (o.common.inject_fault && k == 1) verify::inject_fault(h_C + picked[0] * nn, nn, o.common.seed);
         const std::string on = std::to_string(k) + (k == 1 ? " GPU" : " GPUs");
         std::vector<double> got(B);
@@ -229,23 +228,25 @@ static SplitResult part_split(const Options& o, const std::vector<int>& dev, les
         verify::Comparer products(1e-4, std::sqrt(double(n)) / 3.0);
         for (size_t i = 0; i < picked.size(); ++i)
             products.add(h_C + picked[i] * nn, ref.data() + i * nn, nn, picked[i] * nn);
-        report.check(products.result("split over " + on + ": " + std::to_string(picked.size()) +
-                                     " sampled products (" + std::to_string(o.samples) +
-                                     " in each GPU's range of the " + std::to_string(G) + "-GPU split), every element"));
+        report.check(products.result("split over " + on + ": " + std::to_string(picked.size()) + " sampled products (" +
+                                     std::to_string(o.samples) + " in each GPU's range of the " + std::to_string(G) +
+                                     "-GPU split), every element"));
 
         // Timed: the GEMMs alone, kPasses back to back per thread start; median of --repeat samples.
         std::vector<double> ms;
         for (int s = 0; s < R; ++s)
-            ms.push_back(on_each_gpu(k, [&](int g) {
-                             gemm_passes(gpu[g], n, verify::split_range(B, uint64_t(k), uint64_t(g)), kPasses);
-                         }) /
+            ms.push_back(on_each_gpu(k,
+                                     [&](int g) {
+                                         gemm_passes(gpu[g], n, verify::split_range(B, uint64_t(k), uint64_t(g)),
+                                                     kPasses);
+                                     }) /
                          kPasses);
         res.gemm_ms.push_back(lesson::median(ms));
         const double t = res.gemm_ms.back(), rate = flops / (t * 1e9);
         if (k == 1) report.variant("GEMMs of the batch, 1 GPU", t, rate, "TFLOP/s");
         else
-            report.variant_yardstick("GEMMs of the batch, " + on, t, rate, "TFLOP/s", k * flops / (res.gemm_ms[0] * 1e9),
-                                     std::to_string(k) + " x the 1-GPU rate");
+            report.variant_yardstick("GEMMs of the batch, " + on, t, rate, "TFLOP/s",
+                                     k * flops / (res.gemm_ms[0] * 1e9), std::to_string(k) + " x the 1-GPU rate");
         report.metric("copy in + GEMMs + copy out, " + on + " (one pass, host clock)", e2e_ms, "ms");
         std::printf("  %d GPU(s): GEMMs %.3f ms (%.1f TFLOP/s), with the copies %.3f ms\n", k, t, rate, e2e_ms);
     }
@@ -273,9 +274,11 @@ static std::vector<std::vector<int>> enable_peer_access(const std::vector<int>& 
             if (i == j) continue;
             CUDA_CHECK(cudaDeviceCanAccessPeer(&can[i][j], dev[i], dev[j]));
             if (!can[i][j]) continue;
+            // EXERCISE 2 BEGIN: enable GPU i's access to GPU j's memory (a second call for the same pair is fine)
             const cudaError_t e = cudaDeviceEnablePeerAccess(dev[j], 0);
             if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();  // a second call: fine
             else CUDA_CHECK(e);
+            // EXERCISE 2 END
         }
     }
     return can;
@@ -283,8 +286,8 @@ static std::vector<std::vector<int>> enable_peer_access(const std::vector<int>& 
 
 // Copies `n` floats from a device back and checks them exactly against want(i).
 template <class Want>
-static lesson::Check check_device(const float* d, uint64_t n, const Want& want, const std::string& what,
-                                  bool inject, uint64_t seed) {
+static lesson::Check check_device(const float* d, uint64_t n, const Want& want, const std::string& what, bool inject,
+                                  uint64_t seed) {
     std::vector<float> h(n);
     CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));  // any device: unified addresses
     if (inject) verify::inject_fault(h.data(), n, seed);
@@ -355,9 +358,9 @@ static PeerResult part_peer(const Options& o, const std::vector<int>& dev, lesso
     // the link for this lesson: what the copy engines get through it, one way.
     const int burst = int(std::max<uint64_t>(1, (uint64_t(1) << 30) / bytes));
     PeerResult res;
-    res.link_gbps = bytes / (std::min(lesson::best_burst_ms(5, burst, one_way, s_a),
-                                      lesson::best_burst_ms(5, burst, pieces, s_a)) *
-                             1e6);
+    res.link_gbps =
+        bytes /
+        (std::min(lesson::best_burst_ms(5, burst, one_way, s_a), lesson::best_burst_ms(5, burst, pieces, s_a)) * 1e6);
     auto back = [&] { CUDA_CHECK(cudaMemcpyPeerAsync(d_a_dst, a, d_b_src, b, bytes, s_b)); };
     CUDA_CHECK(cudaSetDevice(b));  // the timer's events belong to GPU b, like s_b
     const double back_gbps = bytes / (lesson::best_burst_ms(5, burst, back, s_b) * 1e6);
@@ -379,8 +382,8 @@ static PeerResult part_peer(const Options& o, const std::vector<int>& dev, lesso
     inject = false;
     const double one_ms = lesson::time_median_ms(int(o.common.repeat), one_way, s_a);
     const double pieces_ms = lesson::time_median_ms(int(o.common.repeat), pieces, s_a);
-    report.variant_bound("cudaMemcpyPeerAsync one way, one call", one_ms, bytes / (one_ms * 1e6), "GB/s",
-                         res.link_gbps, link);
+    report.variant_bound("cudaMemcpyPeerAsync one way, one call", one_ms, bytes / (one_ms * 1e6), "GB/s", res.link_gbps,
+                         link);
     report.variant_bound("cudaMemcpyPeerAsync one way, 16 MiB pieces back to back", pieces_ms,
                          bytes / (pieces_ms * 1e6), "GB/s", res.link_gbps, link);
 
@@ -403,10 +406,10 @@ static PeerResult part_peer(const Options& o, const std::vector<int>& dev, lesso
     poison(d_a_dst, a, s_a);
     both();
     CUDA_CHECK(cudaStreamSynchronize(s_a));
-    report.check(check_device(d_b_dst, n, input_a, "both ways at once: GPU " + std::to_string(b) + "'s copy",
-                              false, seed));
-    report.check(check_device(d_a_dst, n, input_b, "both ways at once: GPU " + std::to_string(a) + "'s copy",
-                              false, seed));
+    report.check(
+        check_device(d_b_dst, n, input_a, "both ways at once: GPU " + std::to_string(b) + "'s copy", false, seed));
+    report.check(
+        check_device(d_a_dst, n, input_b, "both ways at once: GPU " + std::to_string(a) + "'s copy", false, seed));
     const double both_ms = lesson::time_median_ms(int(o.common.repeat), both, s_a);
     report.variant_yardstick("cudaMemcpyPeerAsync both ways at once (sum)", both_ms, 2.0 * bytes / (both_ms * 1e6),
                              "GB/s", 2.0 * res.link_gbps, "2 x one-way link");
@@ -454,8 +457,8 @@ static PeerResult part_peer(const Options& o, const std::vector<int>& dev, lesso
         report.note("direct peer read skipped: cudaDeviceCanAccessPeer says GPU " + std::to_string(a) +
                     " cannot access GPU " + std::to_string(b));
     }
-    report.target("cudaMemcpyPeerAsync in 16 MiB pieces, of the one-way link", bytes / (pieces_ms * 1e6) / res.link_gbps,
-                  0.85);
+    report.target("cudaMemcpyPeerAsync in 16 MiB pieces, of the one-way link",
+                  bytes / (pieces_ms * 1e6) / res.link_gbps, 0.85);
 
     CUDA_CHECK(cudaEventDestroy(fork));
     CUDA_CHECK(cudaFree(d_a_src));
@@ -507,12 +510,13 @@ static void ring_allreduce(std::vector<Rank>& rk, uint64_t n) {
             const verify::Range c = verify::ring_chunk(n, P, verify::ring_rs_recv_chunk(r, s, P));
             CUDA_CHECK(cudaSetDevice(me.device));
             CUDA_CHECK(cudaStreamWaitEvent(me.stream, left(r).sent, 0));  // the chunk has landed in my tmp
+            // EXERCISE 1 BEGIN: the reduce-scatter's add: y = x + tmp over the chunk c that just arrived
             if (c.count > 0) {
-                multigpu::addChunk<<<grid_for(c.count, me.sms), kThreads, 0, me.stream>>>(me.d_y + c.first,
-                                                                                          me.d_x + c.first, me.d_tmp,
-                                                                                          c.count);
+                multigpu::addChunk<<<grid_for(c.count, me.sms), kThreads, 0, me.stream>>>(
+                    me.d_y + c.first, me.d_x + c.first, me.d_tmp, c.count);
                 CUDA_CHECK_LAUNCH();
             }
+            // EXERCISE 1 END
             CUDA_CHECK(cudaEventRecord(me.added, me.stream));
         }
     }
@@ -606,7 +610,8 @@ static AllreduceResult part_allreduce(const Options& o, const std::vector<int>& 
         me.device = dev[size_t(r)];
         CUDA_CHECK(cudaSetDevice(me.device));
         CUDA_CHECK(cudaDeviceGetAttribute(&me.sms, cudaDevAttrMultiProcessorCount, me.device));
-        lesson::require_device_memory(3 * max_bytes + (max_n / P + 1) * 4, "--max-mib on GPU " + std::to_string(me.device));
+        lesson::require_device_memory(3 * max_bytes + (max_n / P + 1) * 4,
+                                      "--max-mib on GPU " + std::to_string(me.device));
         CUDA_CHECK(cudaStreamCreateWithFlags(&me.stream, cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreateWithFlags(&me.sent, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&me.added, cudaEventDisableTiming));
@@ -700,8 +705,8 @@ static AllreduceResult part_allreduce(const Options& o, const std::vector<int>& 
                 report.variant_yardstick("NCCL all-reduce " + std::string(sz) + ", busbw", nccl_ms[si], nbus, "GB/s",
                                          link_gbps, "one-way link");
             else report.variant("NCCL all-reduce " + std::string(sz) + ", busbw", nccl_ms[si], nbus, "GB/s");
-            report.variant_yardstick("ring all-reduce " + std::string(sz) + ", busbw", ring_ms[si], rbus, "GB/s",
-                                     nbus, "NCCL");
+            report.variant_yardstick("ring all-reduce " + std::string(sz) + ", busbw", ring_ms[si], rbus, "GB/s", nbus,
+                                     "NCCL");
         } else if (std::isfinite(link_gbps)) {
             report.variant_yardstick("ring all-reduce " + std::string(sz) + ", busbw", ring_ms[si], rbus, "GB/s",
                                      link_gbps, "one-way link");
@@ -909,7 +914,8 @@ static void part_ranks(const Options& o, int P, lesson::Report& report) {
     }
     std::remove(id_file.c_str());
     rmdir(dir.c_str());
-    all.what = "one process per GPU (" + std::to_string(P) + " ranks, ncclCommInitRank): every rank's result vs the "
+    all.what = "one process per GPU (" + std::to_string(P) +
+               " ranks, ncclCommInitRank): every rank's result vs the "
                "exact sum, every element, every size; every rank exited 0 with all its lines";
     all.pass = all.pass && complete && std::all_of(status.begin(), status.end(), [](int s) { return s == 0; });
     report.check(all);
@@ -947,8 +953,9 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
     const bool rank_mode = o.rank >= 0;
     if (rank_mode != (o.ranks > 0) || rank_mode != !o.id_file.empty() || (rank_mode && o.rank >= o.ranks))
-        lesson::bad_input("--rank, --ranks and --nccl-id-file go together (0 <= rank < ranks); the lesson sets them "
-                          "for the processes it starts");
+        lesson::bad_input(
+            "--rank, --ranks and --nccl-id-file go together (0 <= rank < ranks); the lesson sets them "
+            "for the processes it starts");
     if (o.samples > o.batch)
         lesson::bad_input("--samples=" + std::to_string(o.samples) + " exceeds --batch=" + std::to_string(o.batch) +
                           "; allowed: 1 to --batch");
@@ -976,11 +983,11 @@ int main(int argc, char** argv) {
         lesson::bad_input("--batch=" + std::to_string(o.batch) + " is smaller than the " + std::to_string(G) +
                           " GPUs; allowed: batch >= GPUs (use --gpus to use fewer)");
     const std::string have = "this run uses " + std::to_string(G) + (count == G ? "" : " of " + std::to_string(count));
-    if (o.part >= 2 && G < 2)
-        lesson::bad_input("--part=" + std::to_string(o.part) + " needs 2 GPUs; " + have);
+    if (o.part >= 2 && G < 2) lesson::bad_input("--part=" + std::to_string(o.part) + " needs 2 GPUs; " + have);
     if (o.part == 4 && !LESSON_HAVE_NCCL)
-        lesson::bad_input("--part=4 needs NCCL; NCCL not found at build time: install libnccl-dev (or set NCCL_ROOT) "
-                          "and rebuild to run the all-reduce part");
+        lesson::bad_input(
+            "--part=4 needs NCCL; NCCL not found at build time: install libnccl-dev (or set NCCL_ROOT) "
+            "and rebuild to run the all-reduce part");
     std::vector<int> dev(static_cast<size_t>(G));
     std::iota(dev.begin(), dev.end(), int(o.common.device));
 

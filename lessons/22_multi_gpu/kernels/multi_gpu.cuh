@@ -8,9 +8,9 @@
 //   scaleCopy4          dst = 2 * src, 16 bytes per load: run on GPU 0 with src on GPU 1 it reads
 //                       the other GPU's memory directly over the peer link (peer access enabled)
 #pragma once
+#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
-#include <cuda_runtime.h>
 #include "verify/multi_gpu.h"
 
 namespace multigpu {

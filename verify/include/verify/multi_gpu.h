@@ -109,12 +109,14 @@ lesson::Check check_exact(const float* got, uint64_t n, const Expect& expect, co
 
 // An all-reduce result (the first n elements of one rank's receive buffer) against the exact sum.
 inline lesson::Check check_allreduce(const float* got, uint64_t n, uint64_t seed, int ranks, const std::string& what) {
-    return check_exact(got, n, [&](uint64_t i) { return allreduce_expected(seed, ranks, i); }, what);
+    return check_exact(
+        got, n, [&](uint64_t i) { return allreduce_expected(seed, ranks, i); }, what);
 }
 
 // Two results with the same bits (e.g. the hand-written ring against NCCL).
 inline lesson::Check check_same_bits(const float* got, const float* want, uint64_t n, const std::string& what) {
-    return check_exact(got, n, [&](uint64_t i) { return want[i]; }, what);
+    return check_exact(
+        got, n, [&](uint64_t i) { return want[i]; }, what);
 }
 
 // ---------------------------------------------------------------- the ring schedule
@@ -165,7 +167,8 @@ inline std::vector<std::vector<float>> ring_replay(const std::vector<std::vector
         for (int r = 0; r < P; ++r) {
             const int k = ring_ag_send_chunk(r, s, P);
             const Range c = ring_chunk(n, P, k);
-            std::copy(before[size_t(r)].begin() + int64_t(c.first), before[size_t(r)].begin() + int64_t(c.first + c.count),
+            std::copy(before[size_t(r)].begin() + int64_t(c.first),
+                      before[size_t(r)].begin() + int64_t(c.first + c.count),
                       y[size_t(ring_mod(r + 1, P))].begin() + int64_t(c.first));
         }
     }
