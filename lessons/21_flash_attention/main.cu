@@ -158,12 +158,13 @@ static std::vector<double> reference_rows(const Problem& p, const std::vector<Ro
         size_t r1 = r0;
         while (r1 < rows.size() && rows[r1].head == rows[r0].head) ++r1;
         const size_t first = size_t(rows[r0].head) * per_head;
-        const std::vector<float> Q = host_values(p.seed, kQ, first, per_head), K = host_values(p.seed, kK, first, per_head),
+        const std::vector<float> Q = host_values(p.seed, kQ, first, per_head),
+                                 K = host_values(p.seed, kK, first, per_head),
                                  V = host_values(p.seed, kV, first, per_head);
         verify::parallel_for(int64_t(r1 - r0), [&](int64_t k) {
             const int i = rows[r0 + k].i;
-            verify::attention_reference_row(Q.data() + size_t(i) * p.d, K.data(), V.data(), p.causal ? i + 1 : p.N,
-                                            p.d, 1.0 / std::sqrt(double(p.d)), ref.data() + (r0 + k) * p.d);
+            verify::attention_reference_row(Q.data() + size_t(i) * p.d, K.data(), V.data(), p.causal ? i + 1 : p.N, p.d,
+                                            1.0 / std::sqrt(double(p.d)), ref.data() + (r0 + k) * p.d);
         });
         r0 = r1;
     }
@@ -214,11 +215,13 @@ int main(int argc, char** argv) {
     cli.add_int("decode-n", &decode_n, 1, 1 << 22, "keys of the decode rung", 1000);
     cli.add_int("decode-batch", &decode_batch, 1, 4096, "batch of the decode rung", 2);
     cli.add_int("decode-heads", &decode_heads, 1, 4096, "heads of the decode rung", 2);
-    cli.add_int("long", &long_n, 0, 1 << 20, "sequence length of the long run, where rung 4 cannot allocate (0: none)", 0);
+    cli.add_int("long", &long_n, 0, 1 << 20, "sequence length of the long run, where rung 4 cannot allocate (0: none)",
+                0);
     cli.add_int("long-heads", &long_heads, 1, 4096, "batch x heads of the long run", 1);
     cli.parse_or_exit(argc, argv);
     if (opt.quick && !cli.given("n")) n_list = "256";
-    if (d_flag != 0 && d_flag != 64 && d_flag != 128) lesson::bad_input("--d=" + std::to_string(d_flag) + ": allowed 0, 64, 128");
+    if (d_flag != 0 && d_flag != 64 && d_flag != 128)
+        lesson::bad_input("--d=" + std::to_string(d_flag) + ": allowed 0, 64, 128");
     std::vector<int> ns;
     {
         std::stringstream in(n_list);
@@ -251,8 +254,8 @@ int main(int argc, char** argv) {
     report.config("n", n_list);
     report.config("d", d_flag == 0 ? std::string("64,128") : std::to_string(d_flag));
     report.config("causal_timed", std::string(causal ? "yes" : "no"));
-    report.config("decode", std::to_string(decode_batch) + "x" + std::to_string(decode_heads) + " heads, N=" +
-                                std::to_string(decode_n));
+    report.config("decode", std::to_string(decode_batch) + "x" + std::to_string(decode_heads) +
+                                " heads, N=" + std::to_string(decode_n));
     report.config("rung", rung);
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
@@ -270,8 +273,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kRungs; ++i) {
         if (!chosen(i)) continue;
         if (kLadder[i].tensor_cores && h_probe[0] < 800) {
-            const std::string why = "needs bf16 mma.sync (an sm_80 or newer image), this image is sm_" +
-                                    std::to_string(h_probe[0] / 10);
+            const std::string why =
+                "needs bf16 mma.sync (an sm_80 or newer image), this image is sm_" + std::to_string(h_probe[0] / 10);
             std::printf("rung %s: SKIP (%s)\n", kLadder[i].name, why.c_str());
             report.note(std::string("skipped '") + kLadder[i].name + "': " + why);
         } else {
@@ -301,8 +304,8 @@ int main(int argc, char** argv) {
         fill(d_B, nn, seed + 8, kV);
         const float one = 1.f, zero = 0.f;
         const double ms = lesson::time_median_ms(int(opt.repeat), [&] {
-            CUBLAS_CHECK(cublasGemmEx(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &one, d_B, CUDA_R_16BF,
-                                      gemm_n, d_A, CUDA_R_16BF, gemm_n, &zero, d_C, CUDA_R_32F, gemm_n,
+            CUBLAS_CHECK(cublasGemmEx(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &one, d_B,
+                                      CUDA_R_16BF, gemm_n, d_A, CUDA_R_16BF, gemm_n, &zero, d_C, CUDA_R_32F, gemm_n,
                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         });
         cublas_tflops = 2.0 * double(gemm_n) * gemm_n * gemm_n / (ms * 1e9);
@@ -383,7 +386,8 @@ int main(int argc, char** argv) {
                 CUDA_CHECK(cudaMalloc(&g_P, nn * sizeof(bf16)));
             } else {
                 report.note("rung 4 and the softmax rungs skipped at " + tag + ": the scores need " +
-                            lesson::gb_text(score_bytes) + ", the GPU has " + lesson::gb_text(double(free_b)) + " free");
+                            lesson::gb_text(score_bytes) + ", the GPU has " + lesson::gb_text(double(free_b)) +
+                            " free");
             }
             for (int i : ladder) {
                 const Rung& r = kLadder[i];
@@ -406,8 +410,8 @@ int main(int argc, char** argv) {
                         const std::vector<float> pr = copy_out(g_P + off, N);
                         got.insert(got.end(), pr.begin(), pr.end());
                     }
-                    check(got, ref_P.data(), std::string(r.name) + " vs CPU, " + std::to_string(rows.size()) +
-                                                 " sampled rows, " + tag);
+                    check(got, ref_P.data(),
+                          std::string(r.name) + " vs CPU, " + std::to_string(rows.size()) + " sampled rows, " + tag);
                     const double ms = lesson::time_median_ms(int(opt.repeat), [&] {
                         r.softmax(Softmax{g_S, g_P, bh * N, N, causal});
                     });
@@ -421,13 +425,14 @@ int main(int argc, char** argv) {
                 r.attention(a);
                 std::vector<float> got = copy_out(p.d_O, p.elems());
                 std::vector<float> sampled = pick_rows(got, p, rows);
-                check(sampled, ref.data(), std::string(r.name) + " vs CPU, " + std::to_string(rows.size()) +
-                                               " sampled rows, " + tag);
+                check(sampled, ref.data(),
+                      std::string(r.name) + " vs CPU, " + std::to_string(rows.size()) + " sampled rows, " + tag);
                 if (i == kStandard) h_std = got;
                 else if (!h_std.empty())
                     report.check(verify::compare(got.data(), h_std.data(), got.size(), kTol,
                                                  std::string(r.name) + " vs rung 4, every element, " + tag));
-                const int reps = i == 4 ? std::min<int>(int(opt.repeat), 3) : int(opt.repeat);  // the scalar rung is slow
+                const int reps =
+                    i == 4 ? std::min<int>(int(opt.repeat), 3) : int(opt.repeat);  // the scalar rung is slow
                 const double ms = lesson::time_median_ms(reps, [&] { r.attention(a); });
                 report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS GEMM", small);
                 report.work(name, flop, io_bytes, ms);
@@ -481,9 +486,11 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaMemset(p.d_O, 0xFF, p.elems() * sizeof(bf16)));
         kLadder[5].attention(p.args());
         std::vector<float> got = pick_rows(copy_out(p.d_O, p.elems()), p, rows);
-        check(got, ref.data(), std::string(kLadder[5].name) + " vs CPU, " + std::to_string(rows.size()) +
-                                   " sampled rows, long run " + tag);
-        const double ms = lesson::time_median_ms(std::min<int>(int(opt.repeat), 3), [&] { kLadder[5].attention(p.args()); });
+        check(got, ref.data(),
+              std::string(kLadder[5].name) + " vs CPU, " + std::to_string(rows.size()) + " sampled rows, long run " +
+                  tag);
+        const double ms =
+            lesson::time_median_ms(std::min<int>(int(opt.repeat), 3), [&] { kLadder[5].attention(p.args()); });
         const double flop = 4.0 * double(long_n) * long_n * p.d * long_heads * (causal ? 0.5 : 1.0);
         const std::string name = std::string(kLadder[5].name) + " @" + tag;
         report.variant_yardstick(name, ms, flop / (ms * 1e9), "TFLOP/s", cublas_tflops, "cuBLAS GEMM");
@@ -503,8 +510,10 @@ int main(int argc, char** argv) {
                 a.d = d;
                 a.scale = float(1.0 / std::sqrt(double(d)));
                 // Enough blocks to fill the GPU (about 8 per SM), pieces of at least 256 keys.
+                // EXERCISE 3 BEGIN: force a.splits = 1 and time --rung=7 --decode-batch=1 --decode-heads=8
                 const int64_t want = (8ll * prop.multiProcessorCount + a.heads - 1) / a.heads;
                 a.splits = int(std::max<int64_t>(1, std::min<int64_t>(want, (N + 255) / 256)));
+                // EXERCISE 3 END
                 a.keys_per_split = (N + a.splits - 1) / a.splits;
                 a.splits = (N + a.keys_per_split - 1) / a.keys_per_split;
                 const size_t kv = size_t(a.heads) * N * d;
@@ -542,8 +551,9 @@ int main(int argc, char** argv) {
                 }
                 const std::string tag = "N=" + std::to_string(N) + ", d=" + std::to_string(d) + ", " +
                                         std::to_string(a.heads) + " heads, " + std::to_string(a.splits) + " splits";
-                check(got, ref.data(), std::string(kLadder[6].name) + " vs CPU, " +
-                                           std::to_string(heads_checked.size()) + " heads, " + tag);
+                check(got, ref.data(),
+                      std::string(kLadder[6].name) + " vs CPU, " + std::to_string(heads_checked.size()) + " heads, " +
+                          tag);
                 if (timed) {
                     const double ms = lesson::time_median_ms(int(opt.repeat), [&] { rung7::launch(a); });
                     const double bytes = 2.0 * kv * sizeof(bf16) + 2.0 * a.heads * d * sizeof(bf16);  // K, V, q, o
@@ -558,8 +568,10 @@ int main(int argc, char** argv) {
     }
 
     report.note("inputs: Q uniform on multiples of 4/128 in [-4, 4), K and V of 1/128 in [-1, 1): exact in bf16");
-    report.note("TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; the yardstick is cuBLAS "
-                "GemmEx (bf16 in, fp32 accumulate and out) at " + gemm_text + " in this run");
+    report.note(
+        "TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; the yardstick is cuBLAS "
+        "GemmEx (bf16 in, fp32 accumulate and out) at " +
+        gemm_text + " in this run");
     if (key.empty())
         report.key_result("no fused rung was timed", NAN, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, "not timed");
     else report.key_result(key, key_fraction, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, key_small);

@@ -34,7 +34,7 @@ TEST_CASE("softmax reference: sums to 1, shift-invariant, masked tail is 0, no o
     CHECK(std::fabs(s - 1.0) < 1e-12);
     CHECK(std::isfinite(p[4]));  // exp(1000) alone would overflow
     CHECK(std::fabs(p[4] / p[5] - std::exp(1.0)) < 1e-9);
-    verify::softmax_reference_row(x.data(), 6, 4, p.data());  // causal-style: first 4 only
+    verify::softmax_reference_row(x.data(), 6, 4, p.data());     // causal-style: first 4 only
     std::vector<double> y = {11.0, 13.0, 8.0, 10.5, -5.0, 7.0};  // x + 10 in the first 4
     verify::softmax_reference_row(y.data(), 6, 4, q.data());
     for (int j = 0; j < 4; ++j) CHECK(std::fabs(p[j] - q[j]) < 1e-12);
@@ -107,7 +107,7 @@ TEST_CASE("online softmax: the handout's worked example", "[attention]") {
     CHECK(s.l == 1);
     s.add(1);
     CHECK(std::fabs(s.l - (1 + std::exp(-1.0))) < 1e-15);  // 1.3679
-    s.add(4);  // new maximum: the sum so far is rescaled by exp(2 - 4)
+    s.add(4);                                              // new maximum: the sum so far is rescaled by exp(2 - 4)
     CHECK(s.m == 4);
     CHECK(std::fabs(s.l - ((1 + std::exp(-1.0)) * std::exp(-2.0) + 1)) < 1e-15);  // 1.1851
     s.add(3);

@@ -32,8 +32,7 @@ __global__ void __launch_bounds__(32 * kWarps) softmaxThreePass(Softmax a) {
     for (int j = lane; j < valid; j += 32) l += exp2f((s[j] - m) * kLog2e);
     l = warp_sum(l);
     const float inv = 1.f / l;  // pass 3: normalize (masked entries are 0)
-    for (int j = lane; j < a.cols; j += 32)
-        p[j] = __float2bfloat16(j < valid ? exp2f((s[j] - m) * kLog2e) * inv : 0.f);
+    for (int j = lane; j < a.cols; j += 32) p[j] = __float2bfloat16(j < valid ? exp2f((s[j] - m) * kLog2e) * inv : 0.f);
 }
 
 inline void launch(const Softmax& a) {

@@ -34,9 +34,9 @@ __global__ void __launch_bounds__(32 * kWarps) softmaxOnline(Softmax a) {
         l = l * exp2f((m - m_new) * kLog2e) + exp2f((x - m_new) * kLog2e);  // exp2f(-inf) = 0 on the first x
         m = m_new;
     }
-    const float m_row = warp_max(m);                                          // merge the lanes: one maximum,
+    const float m_row = warp_max(m);                                       // merge the lanes: one maximum,
     l = warp_sum(m == -INFINITY ? 0.f : l * exp2f((m - m_row) * kLog2e));  // every sum rescaled to it
-    const float inv = 1.f / l;  // pass 2: normalize (masked entries are 0)
+    const float inv = 1.f / l;                                             // pass 2: normalize (masked entries are 0)
     for (int j = lane; j < a.cols; j += 32)
         p[j] = __float2bfloat16(j < valid ? exp2f((s[j] - m_row) * kLog2e) * inv : 0.f);
 }

@@ -74,8 +74,7 @@ __global__ void __launch_bounds__(kThreads) softmaxBlock(Softmax a) {
     m_all = sm_m[0];
     for (int w = 1; w < kWarps; ++w) m_all = fmaxf(m_all, sm_m[w]);
     float l_all = 0.f;
-    for (int w = 0; w < kWarps; ++w)
-        l_all += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * exp2f((sm_m[w] - m_all) * kLog2e);
+    for (int w = 0; w < kWarps; ++w) l_all += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * exp2f((sm_m[w] - m_all) * kLog2e);
     const float inv = 1.f / l_all;
 
 #pragma unroll

@@ -29,7 +29,9 @@
 
 namespace rung6 {
 
+// EXERCISE 1 BEGIN: time --rung=6 --n=8192 with kStages = 3, and with kBM = 64 (4 warps, two blocks per SM)
 constexpr int kBM = 128, kBN = 64, kStages = 2;
+// EXERCISE 1 END
 constexpr int kWarps = kBM / 16, kThreads = 32 * kWarps;  // 8 warps, 16 query rows each
 template <int D>
 constexpr int smem_bytes() {  // Q tile + kStages x (K tile + V tile), bf16
@@ -78,10 +80,10 @@ __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
         cp_async_commit();
     }
 
-    const float sl = a.scale * kLog2e;           // scores in log2 units: exp(x) = exp2(x * log2 e)
+    const float sl = a.scale * kLog2e;            // scores in log2 units: exp(x) = exp2(x * log2 e)
     const int row_a = m0 + warp * 16 + lane / 4;  // this thread's two rows: row_a and row_a + 8
-    uint32_t q[D / 16][4];                       // the warp's 16 x D slice of Q as A fragments
-    float o[D / 8][4] = {};                      // the warp's 16 x D output: D/8 m16n8 tiles
+    uint32_t q[D / 16][4];                        // the warp's 16 x D slice of Q as A fragments
+    float o[D / 8][4] = {};                       // the warp's 16 x D output: D/8 m16n8 tiles
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
     for (int j = 0; j < tiles; ++j) {

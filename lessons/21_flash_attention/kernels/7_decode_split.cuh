@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads) decodeSplit(Decode a) {
         }
     }
     float m = -INFINITY, l = 0.f, o[8] = {};
-    constexpr int kStep = kWarps * kPer;  // keys the block covers per step
+    constexpr int kStep = kWarps * kPer;                                       // keys the block covers per step
     for (int k0 = k_begin + warp * kPer; k0 < k_end; k0 += kStep * kUnroll) {  // warp-uniform bound
         uint4 kc[kUnroll], vc[kUnroll];
 #pragma unroll
