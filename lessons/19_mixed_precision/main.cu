@@ -408,6 +408,7 @@ int main(int argc, char** argv) {
         // be 16-byte aligned: one 4 bytes in finds an algorithm, then cublasLtMatmul returns
         // CUBLAS_STATUS_NOT_SUPPORTED (measured on an H100, cuBLASLt 13.1).
         CUDA_CHECK(cudaMalloc(&d_scales, 2 * kScaleStride * sizeof(float)));
+        CUDA_CHECK(cudaMemset(d_scales, 0, 2 * kScaleStride * sizeof(float)));  // the gaps too: they are copied back
         CUDA_CHECK(cudaMalloc(&d_workspace, kWorkspace));
         CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), nA * sizeof(float), cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(d_Bt, h_Bt.data(), nB * sizeof(float), cudaMemcpyHostToDevice));
