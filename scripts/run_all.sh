@@ -21,6 +21,9 @@
 # table.
 # Exit: 0 all PASS, 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
 set -uo pipefail
+# NVLink multicast (NVLS) stays off for NCCL in every run (lesson 22): the machines the course is
+# measured on must not use it. A value already in the environment is kept.
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BUILD=${BUILD_DIR:-build}
