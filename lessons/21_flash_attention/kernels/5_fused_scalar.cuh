@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads) flashScalar(Attention a) {
         for (int i = 0; i < kBN / 4; ++i) {
             const int c = sub + 4 * i, key = n0 + c;
             float dot = 0.f;
-#pragma unroll 16
+#pragma unroll 4
             for (int k = 0; k < D; ++k) dot += Qs[r * (D + 1) + k] * Ks[c * (D + 1) + k];
             s[i] = (key < N && !(a.causal && key > qrow)) ? dot * a.scale : -INFINITY;
             mx = fmaxf(mx, s[i]);
