@@ -29,10 +29,12 @@
 // One thread per element. The index is size_t: with n past 2^31 an int index
 // would overflow (blockIdx.x * blockDim.x is computed in 32 bits otherwise).
 __global__ void vectorAdd(const float* a, const float* b, float* c, size_t n) {
+    // EXERCISE 1 BEGIN: compute c[i] = a[i] + b[i] for every i < n, one element per thread
+    // HINT: the global index is blockIdx.x * blockDim.x + threadIdx.x, computed in size_t
+    // HINT: the grid is ceil-divided, so the last block may hang over the end of the vector
     size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    // EXERCISE 2 BEGIN: delete the bounds check (keep the add) and run compute-sanitizer memcheck
     if (i < n) c[i] = a[i] + b[i];  // the bounds check: the last block may be partly outside
-    // EXERCISE 2 END
+    // EXERCISE 1 END
 }
 
 // The same add, 16 bytes per load: thread i adds float4 number i, and the
@@ -41,6 +43,9 @@ __global__ void vectorAdd(const float* a, const float* b, float* c, size_t n) {
 // (Little's law, README: "What to observe"). cudaMalloc returns 256-byte
 // aligned pointers, so the float4 casts are aligned.
 __global__ void vectorAdd4(const float* a, const float* b, float* c, size_t n) {
+    // EXERCISE 2 BEGIN: thread i adds float4 number i (16-byte loads); threads i < n % 4 add the leftover scalars
+    // HINT: reinterpret_cast<const float4*>(a)[i] loads a[4i .. 4i+3]; there are n / 4 whole float4s
+    // HINT: the launch has at least one block even when n < 4: the tail must not depend on n being a multiple of 4
     size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     size_t n4 = n / 4;
     if (i < n4) {
@@ -49,6 +54,7 @@ __global__ void vectorAdd4(const float* a, const float* b, float* c, size_t n) {
         reinterpret_cast<float4*>(c)[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
     }
     if (i < n % 4) c[4 * n4 + i] = a[4 * n4 + i] + b[4 * n4 + i];
+    // EXERCISE 2 END
 }
 
 struct AddRun {

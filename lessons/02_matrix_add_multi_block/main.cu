@@ -31,18 +31,18 @@
 constexpr int kTile = 16;  // 16x16 threads per block
 
 // x runs along columns (contiguous in row-major memory): coalesced.
-// EXERCISE 4 BEGIN: loop over rows with a stride of gridDim.y * blockDim.y, so that a grid capped
-// at 65535 blocks in y covers more than 1,048,560 rows (then raise the --rows limit and cap grid_of)
-// STUB: __global__ void addMatrices(const float* A, const float* B, float* C, int rows, int cols) {}
 __global__ void addMatrices(const float* A, const float* B, float* C, int rows, int cols) {
+    // EXERCISE 1 BEGIN: thread (x, y) of the grid adds element (row = y, col = x) of the rows x cols matrices
+    // HINT: x runs along a row (the contiguous direction); edge blocks hang over the matrix on both sides
+    // HINT: compute the flat index row * cols + col in size_t
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row < rows && col < cols) {                          // the edge blocks hang over the matrix
         size_t idx = static_cast<size_t>(row) * cols + col;  // row * cols passes 2^31 for large matrices
         C[idx] = A[idx] + B[idx];
     }
+    // EXERCISE 1 END
 }
-// EXERCISE 4 END
 
 // The original text's mapping: x runs down the rows. A half-warp's 16 loads are
 // `cols` floats apart (16 rows), and the two half-warps read neighbouring

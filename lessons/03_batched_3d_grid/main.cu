@@ -42,6 +42,9 @@ constexpr int kTile = 16;  // 16 x 16 threads per block, as in the original text
 // soon as the batch holds more than 32768 such matrices.
 __global__ void addMatricesBatched(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                                    int n, size_t batch) {
+    // EXERCISE 1 BEGIN: add element (row = y, col = x) of matrix blockIdx.z, then of every gridDim.z-th matrix after it
+    // HINT: the grid's z may be smaller than the batch (65535 at most): loop m = blockIdx.z, m + gridDim.z, ...
+    // HINT: n need not be a multiple of 16; offsets in size_t (m * n * n passes 2^31)
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row >= n || col >= n) return;  // edge tiles when n is not a multiple of 16
@@ -51,6 +54,7 @@ __global__ void addMatricesBatched(const float* __restrict__ A, const float* __r
         const size_t i = m * matrix_elems + in_matrix;
         C[i] = A[i] + B[i];
     }
+    // EXERCISE 1 END
 }
 
 // The same batch with lesson 02's float4 idea: each thread adds 4 neighbouring

@@ -34,9 +34,13 @@
 // sized to the GPU, cover any chunk, the smaller last one included.
 __global__ void addChunk(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
                          size_t count) {
+    // EXERCISE 1 BEGIN: c[i] = a[i] + b[i] for every i < count, with a grid-stride loop over the chunk
+    // HINT: the grid is fixed (8 blocks of 256 threads per SM): each thread steps by gridDim.x * blockDim.x
+    // HINT: count is any size, the smaller last chunk included; indices in size_t
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
         c[i] = a[i] + b[i];
+    // EXERCISE 1 END
 }
 
 int main(int argc, char** argv) {

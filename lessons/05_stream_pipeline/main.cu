@@ -38,7 +38,7 @@
 
 // C = A + B over one chunk of matrices, seen as one flat run of floats. A
 // grid-stride loop: one launch of a fixed grid covers a chunk of any size.
-// --work=K makes the kernel heavier without changing C (exercises 3 and 4): it
+// --work=K makes the kernel heavier without changing C (exercises 4 and 5): it
 // repeats s = (s - y) + y, which is exact here (s = x + y is exact for these
 // inputs, so s - y is x again), and which the compiler may not fold away
 // (floating-point additions are not reassociated).
@@ -124,9 +124,7 @@ static void run_pipelined(const Work& w, const float* h_a, const float* h_b, flo
         // before reusing the slot: the loader below refills the slot's pinned inputs, which
         // chunk i - S's H2D copies may not have read yet (README, Pitfalls). It also keeps at
         // most S chunks in flight. The device buffers alone would be safe by stream order.
-        // EXERCISE 3 BEGIN: delete this wait and run (d) with a slow GPU stage (--work); see README
         CUDA_CHECK(cudaEventSynchronize(s.done));
-        // EXERCISE 3 END
         const float* src_a = w.staged(h_a, i);
         const float* src_b = w.staged(h_b, i);
         if (loader) {  // (d): chunk i's inputs into the slot's pinned buffers; the copies read those
@@ -135,6 +133,10 @@ static void run_pipelined(const Work& w, const float* h_a, const float* h_b, flo
             src_a = s.h_a;
             src_b = s.h_b;
         }
+        // EXERCISE 1 BEGIN: queue chunk i on the slot's stream: copy A and B in, add, copy C out, record s.done
+        // HINT: cudaMemcpyAsync(dst, src, bytes, kind, s.stream) from src_a / src_b; C goes to its place in h_c
+        // HINT: mark(0) before the copies in, mark(1) after them, mark(2) after the kernel, mark(3) after the copy out
+        // STUB: (void)mark;  // the timeline's events: mark(0) .. mark(3) belong around your steps
         mark(0);
         CUDA_CHECK(cudaMemcpyAsync(s.d_a, src_a, bytes, cudaMemcpyHostToDevice, s.stream));
         CUDA_CHECK(cudaMemcpyAsync(s.d_b, src_b, bytes, cudaMemcpyHostToDevice, s.stream));
@@ -145,6 +147,7 @@ static void run_pipelined(const Work& w, const float* h_a, const float* h_b, flo
         CUDA_CHECK(cudaMemcpyAsync(h_c + w.offset(i), s.d_c, bytes, cudaMemcpyDeviceToHost, s.stream));
         mark(3);
         CUDA_CHECK(cudaEventRecord(s.done, s.stream));
+        // EXERCISE 1 END
     }
     for (int k = 0; k < S; ++k) CUDA_CHECK(cudaStreamWaitEvent(0, slots[k].done, 0));  // join
 }
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
     cli.add_int("n", &n, 1, 8192, "matrix side (n x n floats)");
     cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); without it: 1, 2, 3, 4 and 8 side by side");
-    cli.add_int("work", &work, 1, 1000000, "adds per element in the kernel: a heavier kernel, same C (exercises 3, 4)");
+    cli.add_int("work", &work, 1, 1000000, "adds per element in the kernel: a heavier kernel, same C (exercises 4, 5)");
     cli.add_output("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)

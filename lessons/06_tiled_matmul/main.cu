@@ -54,6 +54,9 @@ __global__ void matMulNaive(const float* A, const float* B, float* C, int M, int
 // from there. Global loads drop by a factor of TILE.
 template <int TILE>
 __global__ void matMulTiled(const float* A, const float* B, float* C, int M, int N, int K) {
+    // EXERCISE 1 BEGIN: C = A x B with TILE x TILE tiles of A and B staged in shared memory, any M, N, K
+    // HINT: phase ph: thread (tx, ty) loads A[row][ph*TILE + tx] and B[ph*TILE + ty][col], 0 outside A or B
+    // HINT: two barriers per phase; threads outside C still load and reach both (no early return)
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -75,6 +78,7 @@ __global__ void matMulTiled(const float* A, const float* B, float* C, int M, int
         __syncthreads();  // barrier 2: everyone has finished reading before the next phase overwrites
     }
     if (row < M && col < N) C[static_cast<size_t>(row) * N + col] = sum;
+    // EXERCISE 1 END
 }
 
 // One product on the device: C = A x B, row-major, A is M x K and B is K x N.

@@ -70,6 +70,9 @@ __global__ void blur3x3Naive(const float* __restrict__ in, float* __restrict__ o
 // loads and reaches the barrier, also in blocks that hang over the image edge; only the final
 // store is guarded.
 __global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
+    // EXERCISE 1 BEGIN: stage the block's tile and its one-pixel halo (corners too) in shared memory, then blur from it
+    // HINT: number the (kHaloH + 2) x (kHaloW + 2) cells row by row; the 256 threads stride over them, clampToEdge
+    // HINT: every thread loads and reaches the barrier, also in blocks past the image edge; guard only the store
     constexpr int kSide = kHaloW + 2, kCells = kSide * (kHaloH + 2), kThreads = kHaloW * kHaloH;
     __shared__ float tile[kHaloH + 2][kSide];
     const int x0 = blockIdx.x * kHaloW, y0 = blockIdx.y * kHaloH;  // the tile's top-left output pixel
@@ -87,6 +90,7 @@ __global__ void blur3x3Halo(const float* __restrict__ in, float* __restrict__ ou
                         taps121(tile[r + 1][c - 1], tile[r + 1][c], tile[r + 1][c + 1]);
         out[static_cast<size_t>(y) * width + x] = s * (1.0f / 16.0f);
     }
+    // EXERCISE 1 END
 }
 
 // The image blockIdx.z (images stored back to back) is cut into kTileW x kTileH tiles, numbered

@@ -50,6 +50,9 @@ __global__ void thresholdImage(const float* in, float* out, size_t count, float 
 // frequency 0 is within the cutoff, and scaled by `scale`, which carries the
 // 1/(n*n) that cuFFT's unnormalized inverse leaves out (no extra pass).
 __global__ void lowPassNormalize(cufftComplex* spec, int n, int half, double keep_r2, float scale) {
+    // EXERCISE 1 BEGIN: keep bin (kx, ky) of image blockIdx.z, scaled by `scale`, when its frequency is within the cutoff, else 0
+    // HINT: row ky holds frequency ky up to n / 2 and ky - n above it; column kx holds frequency kx
+    // HINT: kept when kx^2 + fy^2 <= keep_r2 (the cutoff circle included); the grid hangs over half and n
     const int kx = blockIdx.x * blockDim.x + threadIdx.x;
     const int ky = blockIdx.y * blockDim.y + threadIdx.y;
     if (kx >= half || ky >= n) return;
@@ -59,6 +62,7 @@ __global__ void lowPassNormalize(cufftComplex* spec, int n, int half, double kee
     cufftComplex* v = spec + (static_cast<size_t>(blockIdx.z) * n + ky) * half + kx;
     v->x *= gain;
     v->y *= gain;
+    // EXERCISE 1 END
 }
 
 // Only for the comparison variant: the normalization as a pass of its own.
