@@ -126,6 +126,9 @@ __device__ void transposeTile(const float* __restrict__ in, float* __restrict__ 
                               int colBlock) {
     __shared__ float tile[kTile][kTile + PAD];
     const int r0 = rowBlock * kTile, c0 = colBlock * kTile;
+    // EXERCISE 1 BEGIN: move the tile at (r0, c0) of in through shared memory into out: coalesced reads, coalesced writes
+    // HINT: load rows of in into tile[row][col] (clamp the loads into the matrix), __syncthreads(), then read tile columns
+    // HINT: out is cols x rows: row c of out is column c of in; store only inside out (ox < rows, oy < cols)
     // Read a tile of in, row by row (coalesced), into shared memory.
     const int x = clampTo(c0 + threadIdx.x, cols);
     for (int j = 0; j < kTile; j += kBlockRows)
@@ -139,6 +142,7 @@ __device__ void transposeTile(const float* __restrict__ in, float* __restrict__ 
         const int oy = c0 + threadIdx.y + kBlockRows * j;  // row of out = column of in
         if (ox < rows && oy < cols) out[static_cast<size_t>(oy) * rows + ox] = v[j];
     }
+    // EXERCISE 1 END
 }
 
 template <int PAD>

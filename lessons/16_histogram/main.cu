@@ -69,11 +69,10 @@ struct Input {
     const char* name;
     void (*fill)(uint8_t* p, size_t n, uint64_t seed);
 };
-// EXERCISE 1 BEGIN: add a third input, every byte the same value (the worst
+// Exercise 2 of the handout: add a third input, every byte the same value (the worst
 // case: one bin holds all n). Predict each rung's time on it before you run it.
 static const Input kInputs[] = {{"skewed", verify::fill_skewed_bytes}, {"uniform", verify::fill_uniform_bytes}};
 constexpr int kInputCount = 2;
-// EXERCISE 1 END
 
 constexpr int kBins = verify::kHistogramBins;
 constexpr size_t kHistBytes = kBins * sizeof(unsigned int);  // 1 KB

@@ -204,9 +204,8 @@ static std::vector<Run> mode_capture(Ctx& c) {
     // The graph's size: one step replayed `steps` times, G steps replayed steps / G times,
     // or all steps in one graph replayed once (README: the trade-off).
     std::vector<int64_t> sizes = {1, c.graph_steps};
-    // EXERCISE 1 BEGIN: add a graph of 100 steps (if it divides --steps); predict its instantiate time, break-even
+    // Exercise 2 of the handout: add a graph of 100 steps (if it divides --steps); predict its instantiate time, break-even
     if (c.steps * (c.K + 1) <= kMaxGraphNodes) sizes.push_back(c.steps);
-    // EXERCISE 1 END
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     std::vector<Run> runs;
@@ -356,7 +355,7 @@ static std::vector<Run> mode_update(Ctx& c) {
         CUDA_CHECK(cudaGraphDestroy(graph_b));
     }
     std::vector<double> set_us, update_us;
-    // EXERCISE 2 BEGIN: switch to b with cudaGraphExecUpdate too, back to a with SetParams; compare the costs
+    // Exercise 3 of the handout: switch to b with cudaGraphExecUpdate too, back to a with SetParams; compare the costs
     auto point_at_b = [&] {
         lesson::HostTimer t;
         CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(exec, nodes[0].copy, c.b.prev, c.b.x, c.b.bytes(),
@@ -373,7 +372,6 @@ static std::vector<Run> mode_update(Ctx& c) {
         CUDA_CHECK(cudaGraphExecUpdate(exec, graph_a, &info));  // graph_a: the same topology, a's parameters
         update_us.push_back(t.ms() * 1e3);
     };
-    // EXERCISE 2 END
     Run run = measure(c, "d one-step graph, repointed a <-> b each replay", 2.0 * double(c.steps) * c.K, true, [&] {
         for (int64_t s = 0; s < c.steps; ++s) {
             CUDA_CHECK(cudaGraphLaunch(exec, c.stream));  // a step of state a
@@ -400,7 +398,7 @@ static std::vector<Run> mode_fork_join(Ctx& c) {
     CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
     const size_t half = c.a.n / 2;  // n >= 2: both halves hold at least one element
-    // EXERCISE 3 BEGIN: four branches on four streams per step; predict the time per step at n = 4096 and 2^20
+    // Exercise 4 of the handout: four branches on four streams per step; predict the time per step at n = 4096 and 2^20
     cudaGraph_t graph = nullptr;
     CUDA_CHECK(cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeGlobal));
     for (int64_t k = 0; k < c.graph_steps; ++k) {
@@ -413,7 +411,6 @@ static std::vector<Run> mode_fork_join(Ctx& c) {
         CUDA_CHECK(cudaStreamWaitEvent(c.stream, join, 0));  // join: the next copy waits for both halves
     }
     CUDA_CHECK(cudaStreamEndCapture(c.stream, &graph));  // fails (unjoined) if side did not join back
-    // EXERCISE 3 END
     c.report->note("e: fork/join graph of " + std::to_string(c.graph_steps) + " step(s): " + graph_shape(graph).text());
     cudaGraphExec_t exec = nullptr;
     lesson::HostTimer t;

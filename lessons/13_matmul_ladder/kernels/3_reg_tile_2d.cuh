@@ -28,6 +28,9 @@ __global__ void __launch_bounds__(kThreads) sgemmRegTile2D(int M, int N, int K, 
     const int t = threadIdx.x, tx = t % (kBN / kTN), ty = t / (kBN / kTN);
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
     float acc[kTM][kTN] = {};
+    // EXERCISE 1 BEGIN: accumulate this thread's 8x8 block of C in acc: stage 128x8 of A and 8x128 of B per k step, then 64 FMAs per k
+    // HINT: each of the 256 threads loads 4 elements of each tile; outside the matrices (row >= M, column >= K or N) load 0
+    // HINT: __syncthreads() after the loads and again after the FMAs; per k read 8 values of A and 8 of B into registers
     for (int k0 = 0; k0 < K; k0 += kBK) {
 #pragma unroll
         for (int i = 0; i < kBM * kBK / kThreads; ++i) {  // 4 elements of each tile per thread
@@ -51,6 +54,7 @@ __global__ void __launch_bounds__(kThreads) sgemmRegTile2D(int M, int N, int K, 
         }
         __syncthreads();
     }
+    // EXERCISE 1 END
 #pragma unroll
     for (int i = 0; i < kTM; ++i)
 #pragma unroll

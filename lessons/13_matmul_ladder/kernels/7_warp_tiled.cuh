@@ -66,10 +66,7 @@ struct WarpTiling {
     static constexpr int kStages = STAGES_, kMinBlocks = MIN_BLOCKS_;
     static constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;
     static constexpr int kLM = kWM / kTM, kLN = kWN / kTN;  // lanes of a warp along M and N
-    // EXERCISE 3 BEGIN: remove the padding (kLDA = kBM); predict, then measure, the bank conflicts
-    // STUB: static constexpr int kLDA = kBM + 4, kLDB = kBN;  // the padded rows: change kLDA
-    static constexpr int kLDA = kBM + 4, kLDB = kBN;  // shared row lengths (A transposed and padded)
-    // EXERCISE 3 END
+    static constexpr int kLDA = kBM + 4, kLDB = kBN;        // shared row lengths (A transposed and padded)
     static constexpr int kStageFloats = kBK * (kLDA + kLDB);
     static constexpr int kSmemBytes = kStages * kStageFloats * int(sizeof(float));
     static_assert(kLM * kLN == 32, "a warp's lanes must tile the warp tile");

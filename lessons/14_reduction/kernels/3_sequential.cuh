@@ -27,6 +27,10 @@ constexpr int kLevels = 8;     // log2(kThreads): additions on every path throug
 __global__ void reduceSequential(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     __shared__ float sdata[kThreads];
     const unsigned tid = threadIdx.x;
+    // EXERCISE 1 BEGIN: load value i of this block into sdata[tid] (0 past n), then add the block's values into sdata[0]
+    // HINT: i counts up to n, which may pass 2^31: compute it in size_t
+    // HINT: halve s from blockDim.x / 2 to 1; threads tid < s add sdata[tid + s]; __syncthreads() between the levels
+    // STUB: sdata[tid] = 0.0f;  // replace: the block's sum must end in sdata[0]
     const size_t i = size_t(blockIdx.x) * blockDim.x + tid;
     sdata[tid] = i < n ? in[i] : 0.0f;  // past the end: 0, which adds nothing
     __syncthreads();
@@ -34,6 +38,7 @@ __global__ void reduceSequential(const float* __restrict__ in, float* __restrict
         if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
         __syncthreads();
     }
+    // EXERCISE 1 END
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }
 

@@ -33,17 +33,12 @@ __global__ void reduceCoarsened(const float* __restrict__ in, float* __restrict_
     __shared__ float sdata[kThreads];
     const unsigned tid = threadIdx.x;
     const size_t stride = size_t(2) * blockDim.x * gridDim.x;
-    // EXERCISE 1 BEGIN: add four values a block width apart per step instead of two
-    // (i, i + blockDim.x, i + 2 blockDim.x, i + 3 blockDim.x; stride and launch() change
-    // with it). Predict the depth the report prints, then measure --rung=4.
-    // STUB: float sum = 0.0f;
     float sum = 0.0f;
     for (size_t i = size_t(blockIdx.x) * 2 * blockDim.x + tid; i < n; i += stride) {
         float pair = in[i];
         if (i + blockDim.x < n) pair += in[i + blockDim.x];  // the first add, during the load
         sum += pair;
     }
-    // EXERCISE 1 END
     sdata[tid] = sum;
     __syncthreads();
     for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {

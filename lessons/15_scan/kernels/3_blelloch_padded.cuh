@@ -22,11 +22,10 @@ constexpr int kThreads = 1024;
 constexpr int kTile = 2 * kThreads;  // 2 elements per thread
 constexpr int kLogBanks = 5;         // 32 banks of 4-byte words
 
-// EXERCISE 1 BEGIN: count the bank conflicts of rungs 2 and 3 with Nsight Compute, then try a
-// second level of padding, i + (i >> 5) + (i >> 10), and compare with the model in verify/scan.h.
+// (Exercise 2 of the handout: count the bank conflicts of rungs 2 and 3 with Nsight Compute, then
+// try a second level of padding, i + (i >> 5) + (i >> 10), and compare with the model in verify/scan.h.)
 // Element i's word in shared memory: one word of padding after every 32 words.
 __device__ __forceinline__ int pad(int i) { return i + (i >> kLogBanks); }
-// EXERCISE 1 END
 
 template <class T, bool kExclusive>
 __global__ void __launch_bounds__(kThreads) scanTiles(const T* __restrict__ in, T* __restrict__ out, size_t n) {

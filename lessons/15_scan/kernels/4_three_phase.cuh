@@ -184,6 +184,9 @@ inline uint64_t rounding_depth(size_t n) {
 template <class T>
 void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaStream_t stream) {
     static_assert(sizeof(T) == 4, "4-byte elements: 16-byte vectors of 4, tile sums of 4 bytes");
+    // EXERCISE 1 BEGIN: the three phases: scan every tile (totals to the workspace), scan the totals, add them to the tiles
+    // HINT: tiles_for(n) tiles, the last one may be partial; one tile needs no workspace and no phases 2 and 3
+    // HINT: phase 2 is this function again, exclusive and in place, its own workspace after padded_count(tiles) sums
     const size_t tiles = tiles_for(n);
     T* tileSums = tiles > 1 ? static_cast<T*>(workspace) : nullptr;
     // Phase 1.
@@ -196,6 +199,7 @@ void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaSt
     // Phase 3.
     addTileOffsets<T><<<static_cast<unsigned>(tiles - 1), kThreads, 0, stream>>>(out, n, tileSums);
     CUDA_CHECK_LAUNCH();
+    // EXERCISE 1 END
 }
 
 }  // namespace three_phase

@@ -218,13 +218,12 @@ __global__ void __launch_bounds__(kThreads) scanSinglePass(const T* __restrict__
     __shared__ unsigned tileShared;
     __shared__ T warpTotals[kWarps];
     __shared__ T prefixShared;
-    // EXERCISE 2 BEGIN: use blockIdx.x as the tile (as CUB does) and measure. Why does it work
-    // on this GPU, and what would make it deadlock?
+    // (Exercise 3 of the handout: use blockIdx.x as the tile, as CUB does, and measure. Why does it
+    // work on this GPU, and what would make it deadlock?)
     // Take the next tile in the order the blocks start, not blockIdx.x (README: "The look-back").
     if (threadIdx.x == 0) tileShared = atomicAdd(tileCounter, 1u);
     __syncthreads();
     const size_t tile = tileShared;
-    // EXERCISE 2 END
     const size_t base = tile * kTile;
     T x[kItems];
     loadTile(in, base, n, x);

@@ -61,8 +61,8 @@ __global__ void __launch_bounds__(kThreads)
     if (i < n && n - 1 < i + 4) *count = p[n - 1 - i] + (keep(x[n - 1 - i]) ? 1u : 0u);
 }
 
-// EXERCISE 3 BEGIN: fuse the three kernels into one single-pass kernel (rung 5's, with the test
-// applied on load and the scatter on store) that reads n and writes only the kept elements.
+// (Exercise 4 of the handout: fuse the three kernels into one single-pass kernel, rung 5's with the
+// test applied on load and the scatter on store, that reads n and writes only the kept elements.)
 // Compacts in[0..n): kept[0..count) = the elements > threshold, in order; *count on the device.
 // flags and pos: n elements each; workspace: single_pass::workspace_bytes(n) bytes.
 inline void compact(const int* in, size_t n, Above keep, unsigned* flags, unsigned* pos, int* kept,
@@ -74,6 +74,5 @@ inline void compact(const int* in, size_t n, Above keep, unsigned* flags, unsign
     scatterKept<<<blocks, kThreads, 0, stream>>>(in, pos, n, keep, kept, count);
     CUDA_CHECK_LAUNCH();
 }
-// EXERCISE 3 END
 
 }  // namespace compact

@@ -28,6 +28,9 @@ constexpr size_t kTileBytes = size_t(kThreads) * kBytesPerThread;  // 16 KB per 
 __global__ void __launch_bounds__(kThreads)
     histogramShared(const uint8_t* __restrict__ in, size_t n, unsigned int* __restrict__ hist) {
     __shared__ unsigned int s_hist[kBins];
+    // EXERCISE 1 BEGIN: count the block's tile of bytes into a shared histogram, then add its non-zero bins to hist
+    // HINT: zero s_hist, __syncthreads(), atomicAdd(&s_hist[in[i]], 1u) for each byte of the tile, __syncthreads()
+    // HINT: the block's tile is [blockIdx.x * kTileBytes, + kTileBytes); the last tile ends at n
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) s_hist[b] = 0;
     __syncthreads();  // all zeros are written before anyone adds
 
@@ -46,6 +49,7 @@ __global__ void __launch_bounds__(kThreads)
         const unsigned int count = s_hist[b];
         if (count != 0) atomicAdd(&hist[b], count);
     }
+    // EXERCISE 1 END
 }
 
 // hist must hold zeros (the kernel adds to it).

@@ -60,10 +60,9 @@ inline void launch(const uint8_t* d_in, size_t n, unsigned int* d_hist, int sms,
     // there are 16-byte words to give them (at least one: the tail).
     int per_sm = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogramWide, kThreads, 0));
-    // EXERCISE 3 BEGIN: replace per_sm by 1, 2 and 4 blocks per SM; where does
+    // Exercise 4 of the handout: replace per_sm by 1, 2 and 4 blocks per SM; where does
     // the rate stop growing, and how many bytes are in flight per SM there?
     const size_t wave = size_t(per_sm) * size_t(sms);
-    // EXERCISE 3 END
     const size_t needed = (n / 16 + kThreads - 1) / kThreads;
     size_t blocks = needed < wave ? needed : wave;
     if (blocks < 1) blocks = 1;

@@ -23,9 +23,9 @@ constexpr int kThreads = 256;
 template <int C>
 __global__ void squareAddReluCoarsened(const float* __restrict__ x, float* __restrict__ y, size_t n) {
     const size_t base = size_t(blockIdx.x) * (size_t(C) * blockDim.x) + threadIdx.x;
-    // EXERCISE 1 BEGIN: give thread g = blockIdx.x * blockDim.x + threadIdx.x the C consecutive
-    // elements g * C + j (as the guide's coarse_kernel does) instead of base + j * blockDim.x;
-    // predict what happens to the GB/s of C = 8, then measure --rung=3.
+    // EXERCISE 1 BEGIN: y[i] = max(x[i]^2 + 1, 0) for the C elements i = base + j * blockDim.x (j < C) of this thread
+    // HINT: first all C loads (into registers), then all C computations and stores: the loads are then in flight together
+    // HINT: the last block may run past n: load 0 there and store nothing
     float v[C];
 #pragma unroll
     for (int j = 0; j < C; ++j) {

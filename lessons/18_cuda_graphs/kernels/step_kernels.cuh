@@ -24,6 +24,10 @@ constexpr int kThreads = 256;
 // It reads the snapshot prev, never x: the neighbours it needs are not overwritten under it.
 __global__ void stencil3(const float* __restrict__ prev, float* __restrict__ x, size_t n, size_t first, size_t count,
                          float w0, float w1, float w2) {
+    // EXERCISE 1 BEGIN: x[i] = w2 prev[i+1] + (w1 prev[i] + w0 prev[i-1]) for i = first + k, k < count; periodic in [0, n)
+    // HINT: element 0's left neighbour is element n - 1, element n - 1's right neighbour is element 0
+    // HINT: the CPU reference rounds t = w0 prev[left], t = fma(w1, prev[i], t), x[i] = fma(w2, prev[right], t): use
+    // HINT: __fmul_rn and __fmaf_rn in that order, or the bits differ
     const size_t k = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (k >= count) return;
     const size_t i = first + k;
@@ -32,6 +36,7 @@ __global__ void stencil3(const float* __restrict__ prev, float* __restrict__ x, 
     float t = __fmul_rn(w0, prev[left]);
     t = __fmaf_rn(w1, prev[i], t);
     x[i] = __fmaf_rn(w2, prev[right], t);
+    // EXERCISE 1 END
 }
 
 // Kernels 1..K-1 of a step: x[i] = x[i] a + b, in place.

@@ -26,9 +26,8 @@ constexpr int kBM = 128, kBN = 128, kBK = 32;  // block tile
 constexpr int kWM = 32, kWN = 64;              // warp tile: 2 x 4 fragments of 16 x 16
 constexpr int kWarps = (kBM / kWM) * (kBN / kWN);
 constexpr int kThreads = 32 * kWarps;  // 256
-// EXERCISE 1 BEGIN: set kPad to 0, rerun with ncu and read l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+// Exercise 1 of the handout: set kPad to 0, rerun with ncu and read l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 constexpr int kPad = 8;  // bf16 elements of padding per shared-memory row (16 bytes)
-// EXERCISE 1 END
 
 __global__ void __launch_bounds__(kThreads) wmmaSmem(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
 #if defined(L20_SM80)

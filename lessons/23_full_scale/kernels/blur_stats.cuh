@@ -89,12 +89,11 @@ __global__ void __launch_bounds__(kThreads)
             float o[kVec];
 #pragma unroll
             for (int j = 0; j < kVec; ++j) o[j] = taps121(above[j], here[j], below[j]) * (1.0f / 16.0f);
-            // EXERCISE 2 BEGIN: the unfused version: store o[] (lesson 07) and reduce in a second kernel
+            // Exercise 2 of the handout: the unfused version: store o[] (lesson 07) and reduce in a second kernel
             // Lesson 07 stored o[] here; this kernel only needs their sum, min and max.
             sumBlur += (o[0] + o[1]) + (o[2] + o[3]);
             lo = fminf(lo, fminf(fminf(o[0], o[1]), fminf(o[2], o[3])));
             hi = fmaxf(hi, fmaxf(fmaxf(o[0], o[1]), fmaxf(o[2], o[3])));
-            // EXERCISE 2 END
 #pragma unroll
             for (int j = 0; j < kVec; ++j) above[j] = here[j], here[j] = below[j];
             rawHere = rawBelow;
