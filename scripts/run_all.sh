@@ -111,7 +111,7 @@ for name in "${lessons[@]}"; do
       log="$RES/$name.$tool.log"
       extra=()
       [ "$tool" = memcheck ] && extra=(--leak-check full)
-      "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 >"$log" 2>&1
+      LESSON_UNDER_SANITIZER=1 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 >"$log" 2>&1
       trc=$?
       # memcheck/synccheck/initcheck end with "ERROR SUMMARY: N errors",
       # racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
