@@ -303,6 +303,11 @@ def variant_rate(report, name):
     return None
 
 
+def lower_is_better(unit):
+    """A variant reported as a time (ms, us per kernel, ...) is better when lower."""
+    return (unit or "").split("/")[0].strip() in ("s", "ms", "us", "ns")
+
+
 def grade_band(ratio):
     for band, low in BANDS:
         if ratio >= low:
@@ -392,6 +397,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     before = gpu_state()
     rates = {"mine": {}, "ref": {}}
     bound_fraction = {}
+    inverted = set()  # variants whose "rate" is a time: the grade compares reference / learner
 
     def take(who, js):
         report = json.load(open(js))
@@ -404,6 +410,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             if v is None or v.get("rate") is None:
                 die("the lesson's JSON has no rate for '%s' (GRADE in lessons/%s/CMakeLists.txt)" % (name, lesson))
             rates[who].setdefault(name, []).append(v["rate"])
+            if lower_is_better(v.get("unit")):
+                inverted.add(name)
             if who == "mine" and v.get("fraction") is not None:
                 bound_fraction.setdefault(name, []).append(v["fraction"])
 
@@ -430,6 +438,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         mine, ref = rates["mine"][name], rates["ref"][name]
         spread = max((max(x) - min(x)) / statistics.median(x) if statistics.median(x) else 0 for x in (mine, ref))
         ratio = statistics.median(mine) / statistics.median(ref)
+        if name in inverted:  # a time: half the reference's time is twice as fast
+            ratio = 1.0 / ratio
         entry = {"variant": name, "rate": statistics.median(mine), "reference_rate": statistics.median(ref),
                  "of_reference": ratio, "spread": spread,
                  "of_bound": statistics.median(bound_fraction[name]) if bound_fraction.get(name) else None}
