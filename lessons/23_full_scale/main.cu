@@ -220,7 +220,7 @@ static lesson::Check same_bits(const T* a, const T* b, uint64_t n, const std::st
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t images = 20000, side = 1024, chunk = 256, nstreams = 2, gpus = 0, sample = 1;
+    int64_t images = 20000, side = 1024, chunk = 256, nstreams = 3, gpus = 0, sample = 1;
     lesson::Cli cli("full_scale",
                     "Generates --images random side x side images with cuRAND on every GPU, blurs each "
                     "and reduces it to 4 numbers (fused), chunk by chunk. --images=100000 is the "
