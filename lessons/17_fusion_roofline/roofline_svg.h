@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline.h"  // lesson::Timeline::escape
+
 class RooflinePlot {
 public:
     explicit RooflinePlot(std::string title) : title_(std::move(title)) {}
@@ -140,20 +142,8 @@ public:
         return std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
     }
 
-    // Text safe inside SVG elements and attribute values.
-    static std::string escape(const std::string& t) {
-        std::string e;
-        for (char c : t) {
-            switch (c) {
-                case '&': e += "&amp;"; break;
-                case '<': e += "&lt;"; break;
-                case '>': e += "&gt;"; break;
-                case '"': e += "&quot;"; break;
-                default: e += c;
-            }
-        }
-        return e;
-    }
+    // Text safe inside SVG elements and attribute values: the stream timeline's (common/timeline.h).
+    static std::string escape(const std::string& t) { return lesson::Timeline::escape(t); }
 
 private:
     struct Line {

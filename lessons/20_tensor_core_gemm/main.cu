@@ -227,19 +227,13 @@ int main(int argc, char** argv) {
     report.config("tolerance_rel_l2", kTol);
 
     // Which image did the driver load? The probe reports __CUDA_ARCH__ and whether it is sm_90a.
-    int* d_probe = nullptr;
-    int h_probe[2] = {0, 0};
-    CUDA_CHECK(cudaMalloc(&d_probe, sizeof h_probe));
-    sm90aProbe<<<1, 1>>>(d_probe);
-    CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaMemcpy(h_probe, d_probe, sizeof h_probe, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaFree(d_probe));
-    std::vector<const Rung*> ladder;  // the chosen rungs this GPU and this build can run
+    const LoadedImage image = probe_loaded_image();  // kernels/common.cuh: sm90aProbe, run once
+    std::vector<const Rung*> ladder;                 // the chosen rungs this GPU and this build can run
     for (const Rung* r : chosen) {
         std::string why;
-        if (r->needs == Needs::Sm80 && h_probe[0] < 800)
-            why = "needs bf16 tensor cores (sm_80 or newer), this image is sm_" + std::to_string(h_probe[0] / 10);
-        if (r->needs == Needs::Sm90a && !h_probe[1])
+        if (r->needs == Needs::Sm80 && image.arch < 800)
+            why = "needs bf16 tensor cores (sm_80 or newer), this image is sm_" + std::to_string(image.arch / 10);
+        if (r->needs == Needs::Sm90a && !image.sm90a)
             why = prop.major != 9 ? "needs a Hopper GPU (sm_90a), this one is cc " + std::to_string(prop.major) + "." +
                                         std::to_string(prop.minor)
                                   : "needs an sm_90a build (-DCMAKE_CUDA_ARCHITECTURES=90 builds one)";
@@ -253,7 +247,7 @@ int main(int argc, char** argv) {
         }
     }
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (h_probe[1]) {
+    if (image.sm90a) {
         void* fn = nullptr;
         cudaDriverEntryPointQueryResult found;
         CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));

@@ -262,19 +262,13 @@ int main(int argc, char** argv) {
     report.config("tolerance_rel_l2", kTol);
 
     // Which image did the driver load? (lesson 20's probe: __CUDA_ARCH__ of the image.)
-    int* d_probe = nullptr;
-    int h_probe[2] = {0, 0};
-    CUDA_CHECK(cudaMalloc(&d_probe, sizeof h_probe));
-    sm90aProbe<<<1, 1>>>(d_probe);
-    CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaMemcpy(h_probe, d_probe, sizeof h_probe, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaFree(d_probe));
-    std::vector<int> ladder;  // chosen rungs this build and GPU can run
+    const LoadedImage image = probe_loaded_image();  // kernels/common.cuh: sm90aProbe, run once
+    std::vector<int> ladder;                         // chosen rungs this build and GPU can run
     for (int i = 0; i < kRungs; ++i) {
         if (!chosen(i)) continue;
-        if (kLadder[i].tensor_cores && h_probe[0] < 800) {
+        if (kLadder[i].tensor_cores && image.arch < 800) {
             const std::string why =
-                "needs bf16 mma.sync (an sm_80 or newer image), this image is sm_" + std::to_string(h_probe[0] / 10);
+                "needs bf16 mma.sync (an sm_80 or newer image), this image is sm_" + std::to_string(image.arch / 10);
             std::printf("rung %s: SKIP (%s)\n", kLadder[i].name, why.c_str());
             report.note(std::string("skipped '") + kLadder[i].name + "': " + why);
         } else {

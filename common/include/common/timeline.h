@@ -113,7 +113,7 @@ public:
         return 10.0 * p;
     }
 
-    // Text safe inside SVG elements and attribute values.
+    // Text safe inside SVG elements and attribute values (also used by lesson 17's roofline plot).
     static std::string escape(const std::string& t) {
         std::string e;
         for (char c : t) {

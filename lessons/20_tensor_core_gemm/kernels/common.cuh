@@ -15,6 +15,8 @@
 #include <cuda.h>  // CUtensorMap, the TMA descriptor type (types only: nothing here links libcuda)
 #include <cuda_bf16.h>
 
+#include "common/check.h"  // CUDA_CHECK in probe_loaded_image
+
 using bf16 = __nv_bfloat16;
 
 // One product C = A * B, row-major: A is M x K, B is K x N (bf16), C is M x N (fp32).
@@ -47,6 +49,22 @@ __global__ void sm90aProbe(int* flag) {
 #else
     flag[1] = 0;
 #endif
+}
+
+// The probe run once from the host: {__CUDA_ARCH__ of the loaded image, 1 if it is sm_90a}.
+struct LoadedImage {
+    int arch = 0;
+    bool sm90a = false;
+};
+inline LoadedImage probe_loaded_image() {
+    int* d_probe = nullptr;
+    int h_probe[2] = {0, 0};
+    CUDA_CHECK(cudaMalloc(&d_probe, sizeof h_probe));
+    sm90aProbe<<<1, 1>>>(d_probe);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaMemcpy(h_probe, d_probe, sizeof h_probe, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(d_probe));
+    return {h_probe[0], h_probe[1] != 0};
 }
 
 #if defined(L20_SM80)
