@@ -42,7 +42,11 @@
 // row-major array (B: N, A: K, C: N). No data moves, nothing is transposed.
 static void sgemm_row_major(cublasHandle_t handle, int M, int N, int K, float alpha, const float* d_A, const float* d_B,
                             float beta, float* d_C) {
+    // EXERCISE 1 BEGIN: one cublasSgemm call that leaves row-major C = alpha * A * B + beta * C in d_C
+    // HINT: cuBLAS sees each row-major array as the column-major transpose: ask for C^T = B^T * A^T (B first)
+    // HINT: the dimensions become (N, M, K); each leading dimension is the row length of its row-major array
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, d_B, N, d_A, K, &beta, d_C, N));
+    // EXERCISE 1 END
 }
 
 // The original text's call: row-major A and B handed over as column-major
@@ -111,6 +115,7 @@ struct Problem {
 int main(int argc, char** argv) {
     lesson::CommonOptions opt;
     int64_t square = 1024, m = 1000, n = 700, k = 1300, bench = 4096, check_rows = 64;
+    double alpha = 1.0;
     lesson::Cli cli("cublas_sgemm",
                     "cublasSgemm on row-major matrices: the original text's call, the C^T = B^T A^T fix on a square\n"
                     "and a non-square shape, alpha/beta, and fp32 against TF32 tensor cores at --bench^3.");
@@ -119,10 +124,13 @@ int main(int argc, char** argv) {
     cli.add_int("m", &m, 1, 32768, "rows of A and C in the non-square product", 100);
     cli.add_int("n", &n, 1, 32768, "columns of B and C in the non-square product", 70);
     cli.add_int("k", &k, 1, 32768, "columns of A, rows of B in the non-square product", 130);
+    cli.add_double("alpha", &alpha, -100.0, 100.0,
+                   "alpha of the non-square product: C = alpha*A*B (beta = 0), then alpha*A*B + C (beta = 1)");
     cli.add_int("bench", &bench, 1, 16384, "side of the square product timed in fp32 and TF32", 256);
     cli.add_int("check-rows", &check_rows, 1, 16384,
                 "rows of the --bench product checked (and of --square for the text's call)", 16);
     cli.parse_or_exit(argc, argv);
+    if (alpha == 0.0) lesson::bad_input("--alpha=0 makes C zero, which checks nothing; allowed: -100 to 100, not 0");
     if (check_rows > std::min(square, bench))
         lesson::bad_input("--check-rows=" + std::to_string(check_rows) +
                           " exceeds the rows of --square=" + std::to_string(square) +
@@ -150,6 +158,7 @@ int main(int argc, char** argv) {
     report.config("m", m);
     report.config("n", n);
     report.config("k", k);
+    report.config("alpha", alpha);
     report.config("bench", bench);
     report.config("check_rows", check_rows);
     report.config("repeat", opt.repeat);
@@ -212,19 +221,26 @@ int main(int argc, char** argv) {
                       verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4, "").rel_l2, "");
 
         // beta = 0: C is not read at all, so the NaN poison in it does no harm.
+        const float a = static_cast<float>(alpha);
+        char alpha_text[48];
+        std::snprintf(alpha_text, sizeof alpha_text, "alpha=%g, ", alpha);
+        const std::string times = alpha == 1.0 ? "" : alpha_text;
+        for (double& x : ref) x *= double(a);
         p.poison_c();
-        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
+        sgemm_row_major(handle, p.M, p.N, p.K, a, p.d_A, p.d_B, 0.0f, p.d_C);
         p.copy_c_back();
         if (opt.inject_fault) verify::inject_fault(p.h_C.data(), p.h_C.size(), opt.seed);
-        report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
-                                     "fix, " + p.shape() + ", beta=0 over a NaN-poisoned C, every element"));
+        report.check(
+            verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
+                            "fix, " + p.shape() + ", " + times + "beta=0 over a NaN-poisoned C, every element"));
 
-        // beta = 1: the same call again accumulates, C = A*B + C_old = 2*A*B.
-        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 1.0f, p.d_C);
+        // beta = 1: the same call again accumulates, C = alpha*A*B + C_old = 2*alpha*A*B.
+        sgemm_row_major(handle, p.M, p.N, p.K, a, p.d_A, p.d_B, 1.0f, p.d_C);
         p.copy_c_back();
         for (double& x : ref) x *= 2.0;
         report.check(verify::compare(p.h_C.data(), ref.data(), ref.size(), 1e-4,
-                                     "fix, " + p.shape() + ", then beta=1 into the same C: 2*A*B, every element"));
+                                     "fix, " + p.shape() + ", " + times +
+                                         "then beta=1 into the same C: 2*alpha*A*B, every element"));
 
         double ms =
             lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });

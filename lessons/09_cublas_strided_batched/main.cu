@@ -252,6 +252,9 @@ int main(int argc, char** argv) {
     cudaEvent_t fork;
     CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     auto staged_pipeline = [&](uint64_t slots) {
+        // EXERCISE 1 BEGIN: issue every chunk of the staged batch on slot c % slots: fork from stream[0], join back
+        // HINT: record `fork` on stream[0] and make streams 1..slots-1 wait for it; then one issue_chunk per chunk
+        // HINT: plan.at(c) gives chunk c's first product and count (the last chunk holds the remainder)
         CUDA_CHECK(cudaEventRecord(fork, stream[0]));  // the other streams start after stream[0]'s timer event
         for (uint64_t s = 1; s < slots; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
         for (uint64_t c = 0; c < plan.count; ++c) {
@@ -259,6 +262,7 @@ int main(int argc, char** argv) {
             issue_chunk(ch, c % slots, h_A + ch.first * nn, h_B + ch.first * nn, h_C + ch.first * nn);
         }
         for (uint64_t s = 1; s < slots; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[0], done[s], 0));  // join
+        // EXERCISE 1 END
     };
 
     // 2. Chunked pipeline over the staged batch. Its bound: the copies cannot beat the PCIe link

@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
     auto pipeline = [&](int64_t k, bool in_order) {
         CUDA_CHECK(cudaEventRecord(fork, stream[0]));
         for (int64_t s = 1; s < k; ++s) CUDA_CHECK(cudaStreamWaitEvent(stream[s], fork, 0));
+        // EXERCISE 1 BEGIN: issue every chunk on stream c % k: copy in, GEMM, FFT, copy out (in_order: wait for chunk c-1)
+        // HINT: plan.at(c) gives chunk c's first image and count (the last chunk may be shorter)
+        // HINT: record computed[s] after the FFT; with in_order, chunk c > 0 first waits for computed[(c - 1) % k]
         for (uint64_t c = 0; c < plan.count; ++c) {
             const lesson::Chunk ch = plan.at(c);
             const int64_t s = static_cast<int64_t>(c % k);
@@ -179,6 +182,7 @@ int main(int argc, char** argv) {
             CUDA_CHECK(cudaMemcpyAsync(h_out + ch.first * img_elems, d_y[s], ch.count * img_bytes,
                                        cudaMemcpyDeviceToHost, stream[s]));
         }
+        // EXERCISE 1 END
         for (int64_t s = 1; s < k; ++s) {
             CUDA_CHECK(cudaEventRecord(done[s], stream[s]));
             CUDA_CHECK(cudaStreamWaitEvent(stream[0], done[s], 0));

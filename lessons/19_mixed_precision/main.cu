@@ -64,6 +64,9 @@ static void gemm_ex(cublasHandle_t h, int M, int N, int K, const void* A, const 
 
 // FP8 through cuBLASLt: a descriptor (compute and scale type, transposes, scale
 // pointers), three layouts, and an algorithm from the heuristic, made once per shape.
+// Elements past the end of each converted matrix, poisoned and checked: a launch of n / 4 threads
+// rounded up to whole blocks hangs over the end by fewer than 4 * convert::kThreads elements.
+constexpr size_t kGuard = 4 * convert::kThreads;
 constexpr int kScaleStride = 4;  // floats between the two FP8 scales: 16 bytes, the alignment cuBLASLt needs
 
 struct Fp8Plan {
@@ -91,7 +94,7 @@ static Fp8Plan make_fp8_plan(cublasLtHandle_t lt, int M, int N, int K, const flo
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d_scale_bt, sizeof d_scale_bt));
     CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_scale_a, sizeof d_scale_a));
-    // Exercise 1 of the handout: set CUBLASLT_MATMUL_DESC_FAST_ACCUM to 1 (an int8_t) and compare rate and error
+    // Exercise 2 of the handout: set CUBLASLT_MATMUL_DESC_FAST_ACCUM to 1 (an int8_t) and compare rate and error
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, uint64_t(K), uint64_t(N), int64_t(K)));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, uint64_t(K), uint64_t(M), int64_t(K)));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, uint64_t(N), uint64_t(M), int64_t(N)));
@@ -393,14 +396,16 @@ int main(int argc, char** argv) {
         __nv_fp8_storage_t *d_A8, *d_Bt8;
         unsigned* d_amax;
         void *d_C, *d_workspace;
-        CUDA_CHECK(cudaMalloc(&d_A, nA * sizeof(float)));
-        CUDA_CHECK(cudaMalloc(&d_Bt, nB * sizeof(float)));
-        CUDA_CHECK(cudaMalloc(&d_A16, nA * sizeof(__half)));
-        CUDA_CHECK(cudaMalloc(&d_Bt16, nB * sizeof(__half)));
-        CUDA_CHECK(cudaMalloc(&d_Abf, nA * sizeof(__nv_bfloat16)));
-        CUDA_CHECK(cudaMalloc(&d_Btbf, nB * sizeof(__nv_bfloat16)));
-        CUDA_CHECK(cudaMalloc(&d_A8, nA));
-        CUDA_CHECK(cudaMalloc(&d_Bt8, nB));
+        // Every input and converted matrix has kGuard elements more than it needs: a conversion that
+        // writes past the end lands there, and the check below finds the guard no longer poisoned.
+        CUDA_CHECK(cudaMalloc(&d_A, (nA + kGuard) * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&d_Bt, (nB + kGuard) * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&d_A16, (nA + kGuard) * sizeof(__half)));
+        CUDA_CHECK(cudaMalloc(&d_Bt16, (nB + kGuard) * sizeof(__half)));
+        CUDA_CHECK(cudaMalloc(&d_Abf, (nA + kGuard) * sizeof(__nv_bfloat16)));
+        CUDA_CHECK(cudaMalloc(&d_Btbf, (nB + kGuard) * sizeof(__nv_bfloat16)));
+        CUDA_CHECK(cudaMalloc(&d_A8, nA + kGuard));
+        CUDA_CHECK(cudaMalloc(&d_Bt8, nB + kGuard));
         CUDA_CHECK(cudaMalloc(&d_C, nC * sizeof(float)));  // big enough for C in any format
         CUDA_CHECK(cudaMalloc(&d_amax, 2 * sizeof(unsigned)));
         // Dequantization scales: A's at [0], Bt's at [kScaleStride]. cuBLASLt's scale pointers must
@@ -460,17 +465,21 @@ int main(int argc, char** argv) {
             cpu_ms += cpu.ms();
             if (cv.in == In::Tf32) continue;
             const size_t es = size_t(cv.out_bytes);
-            CUDA_CHECK(cudaMemset(cv.d_a, 0xFF, nA * es));  // 0xFF bytes: NaN in FP16, BF16 and E4M3
-            CUDA_CHECK(cudaMemset(cv.d_bt, 0xFF, nB * es));
+            CUDA_CHECK(cudaMemset(cv.d_a, 0xFF, (nA + kGuard) * es));  // 0xFF bytes: NaN in FP16, BF16 and E4M3
+            CUDA_CHECK(cudaMemset(cv.d_bt, 0xFF, (nB + kGuard) * es));
             convert_both(cv.in);
             lesson::Check c;
             c.what = std::string("conversion ") + cv.name + ", " + shape +
-                     ": all of Bt and the sampled rows of A, bit for bit against the CPU's round-to-nearest-even";
+                     ": all of Bt and the sampled rows of A, bit for bit against the CPU's round-to-nearest-even; "
+                     "nothing written past the end of either";
             c = same_bits(copy_bits(cv.d_bt, 0, nB, es), r.bt_bits, 0, c);
             for (size_t i = 0; i < rows.size(); ++i)
                 c = same_bits(copy_bits(cv.d_a, size_t(rows[i]) * K, size_t(K), es),
                               std::vector<uint16_t>(r.a_bits.begin() + i * K, r.a_bits.begin() + (i + 1) * K),
                               nB + i * size_t(K), c);
+            const std::vector<uint16_t> poison(kGuard, es == 2 ? 0xFFFF : 0xFF);  // the guards: still poisoned
+            c = same_bits(copy_bits(cv.d_a, nA, kGuard, es), poison, nB + rows.size() * size_t(K), c);
+            c = same_bits(copy_bits(cv.d_bt, nB, kGuard, es), poison, nB + rows.size() * size_t(K) + kGuard, c);
             if (cv.in == In::Fp8) {  // the scales the GEMM will use, bit for bit too
                 float h_scales[2 * kScaleStride];
                 CUDA_CHECK(cudaMemcpy(h_scales, d_scales, sizeof h_scales, cudaMemcpyDeviceToHost));

@@ -130,9 +130,11 @@ static void setup(Problem& p, uint64_t seed, PFN_cuTensorMapEncodeTiled_v12000 e
     p.h_B.resize(s.b());
     verify::fill_bf16(p.h_Abits.data(), p.h_A.data(), s.a(), seed);
     verify::fill_bf16(p.h_Bbits.data(), p.h_B.data(), s.b(), seed + 1);
-    CUDA_CHECK(cudaMalloc(&p.d_A, s.a() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&p.d_B, s.b() * sizeof(bf16)));
+    // A last: a read past its end (a tile row past M) then does not land in this problem's B or C,
+    // which memcheck could not tell from a valid read (it reports accesses outside every allocation).
     CUDA_CHECK(cudaMalloc(&p.d_C, s.c() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&p.d_B, s.b() * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&p.d_A, s.a() * sizeof(bf16)));
     CUDA_CHECK(cudaMemcpy(p.d_A, p.h_Abits.data(), s.a() * sizeof(bf16), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(p.d_B, p.h_Bbits.data(), s.b() * sizeof(bf16), cudaMemcpyHostToDevice));
     if (encode) {

@@ -147,6 +147,10 @@ static void free_split_gpu(SplitGpu& g) {
 // One GPU's share, on its own host thread: its products in (pinned, so the copies are DMA),
 // multiplied, and out again into the same pinned batch, at the range's offset.
 static void run_share(SplitGpu& g, int n, verify::Range r, const float* h_A, const float* h_B, float* h_C) {
+    // EXERCISE 1 BEGIN: on GPU g.device: copy products [r.first, r.first + r.count) of A and B in, multiply, copy C out
+    // HINT: the device is per host thread: cudaSetDevice first; everything then goes on g.stream (g.handle's stream)
+    // HINT: product p starts at p * n * n floats; a share of a large batch passes 2^31 bytes (size_t, not int)
+    // HINT: poison g.d_C before the GEMM, and wait for the stream before returning (the caller reads h_C)
     CUDA_CHECK(cudaSetDevice(g.device));
     const size_t nn = size_t(n) * n, bytes = r.count * nn * sizeof(float);
     CUDA_CHECK(cudaMemcpyAsync(g.d_A, h_A + r.first * nn, bytes, cudaMemcpyHostToDevice, g.stream));
@@ -155,6 +159,7 @@ static void run_share(SplitGpu& g, int n, verify::Range r, const float* h_A, con
     gemm_strided_batched(g.handle, n, g.d_A, g.d_B, g.d_C, int(r.count));
     CUDA_CHECK(cudaMemcpyAsync(h_C + r.first * nn, g.d_C, bytes, cudaMemcpyDeviceToHost, g.stream));
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
+    // EXERCISE 1 END
 }
 
 // The GEMMs alone (inputs resident), `passes` times back to back: the compute-heavy part whose
@@ -281,11 +286,10 @@ static std::vector<std::vector<int>> enable_peer_access(const std::vector<int>& 
             if (i == j) continue;
             CUDA_CHECK(cudaDeviceCanAccessPeer(&can[i][j], dev[i], dev[j]));
             if (!can[i][j] || !enabled.insert({dev[i], dev[j]}).second) continue;
-            // EXERCISE 2 BEGIN: enable GPU i's access to GPU j's memory (a second call for the same pair is fine)
+            // Exercise 3 of the handout: leave peer access off; what still works, and how fast?
             const cudaError_t e = cudaDeviceEnablePeerAccess(dev[j], 0);
             if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();  // a second call: fine
             else CUDA_CHECK(e);
-            // EXERCISE 2 END
         }
     }
     return can;
@@ -518,13 +522,12 @@ static void ring_allreduce(std::vector<Rank>& rk, uint64_t n) {
             const verify::Range c = verify::ring_chunk(n, P, verify::ring_rs_recv_chunk(r, s, P));
             CUDA_CHECK(cudaSetDevice(me.device));
             CUDA_CHECK(cudaStreamWaitEvent(me.stream, left(r).sent, 0));  // the chunk has landed in my tmp
-            // EXERCISE 1 BEGIN: the reduce-scatter's add: y = x + tmp over the chunk c that just arrived
+            // Exercise 2 of the handout: the reduce-scatter's add, y = x + tmp over the chunk c that just arrived
             if (c.count > 0) {
                 multigpu::addChunk<<<grid_for(c.count, me.sms), kThreads, 0, me.stream>>>(
                     me.d_y + c.first, me.d_x + c.first, me.d_tmp, c.count);
                 CUDA_CHECK_LAUNCH();
             }
-            // EXERCISE 1 END
             CUDA_CHECK(cudaEventRecord(me.added, me.stream));
         }
     }

@@ -124,7 +124,7 @@ static void issue_chunk(Gpu& g, const Setup& s, size_t i, uint64_t first, uint64
     const cudaStream_t st = g.streams[i];
     // Image k starts at value k * side^2 of the generator's one sequence: the offset counts
     // 32-bit values, so these numbers do not depend on how the images are cut into chunks.
-    // Exercise 3 of the handout: draw the numbers inside the kernel (cuRAND device API) so no image goes to DRAM
+    // Exercise 4 of the handout: draw the numbers inside the kernel (cuRAND device API) so no image goes to DRAM
     CURAND_CHECK(curandSetGeneratorOffset(g.gens[i], first * s.px));
     CURAND_CHECK(curandGenerateUniform(g.gens[i], g.d_images[i], count * s.px));  // (0, 1], on stream st
     const dim3 grid(s.grid.x, s.grid.y, unsigned(count));                         // count <= --chunk <= 65535
@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
         d2d[g] = lesson::measure_d2d_gbps(gpu[g].prop);
     }
     CUDA_CHECK(cudaSetDevice(int(opt.device)));
-    // Exercise 1 of the handout: run --chunk=4 (chunks inside the L2) against the default; explain the rate and this note
+    // Exercise 2 of the handout: run --chunk=4 (chunks inside the L2) against the default; explain the rate and this note
     const double in_flight = double(nstreams) * double(chunk) * double(px) * sizeof(float);
     const std::string in_l2 = lesson::l2_note(in_flight, prop);  // chunks that fit in L2 skip DRAM
     const lesson::StreamBound dram =

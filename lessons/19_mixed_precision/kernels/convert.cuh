@@ -50,6 +50,9 @@ __global__ void floatToHalf(const float4* __restrict__ in, uint2* __restrict__ o
 
 // out[i] = BF16(in[i] * scale): the same, with BF16's 8 exponent bits and 8 significand bits.
 __global__ void floatToBf16(const float4* __restrict__ in, uint2* __restrict__ out, size_t n4, float scale) {
+    // EXERCISE 1 BEGIN: out[i] = the four BF16s of in[i] * scale, rounded to nearest even, for every i < n4
+    // HINT: a grid-stride loop covers any n4 with any grid; the last block may hang over the end of the data
+    // HINT: __floats2bfloat162_rn(a, b) packs two; .x goes to the lower half (memory order kept); one 8-byte store
     const size_t stride = size_t(gridDim.x) * blockDim.x;
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
         const float4 v = in[i];
@@ -58,6 +61,7 @@ __global__ void floatToBf16(const float4* __restrict__ in, uint2* __restrict__ o
         h[1] = __floats2bfloat162_rn(v.z * scale, v.w * scale);
         out[i] = *reinterpret_cast<const uint2*>(h);
     }
+    // EXERCISE 1 END
 }
 
 // amax = max |in[i]|: each thread folds its float4s, a warp combines with shuffles,
@@ -81,7 +85,7 @@ __global__ void absMax(const float4* __restrict__ in, size_t n4, unsigned* __res
 __global__ void floatToE4m3(const float4* __restrict__ in, uint32_t* __restrict__ out, size_t n4,
                             const unsigned* __restrict__ amax_bits, float* __restrict__ dequant_scale) {
     const float amax = __uint_as_float(*amax_bits);
-    // Exercise 2 of the handout: use q = 1 and a dequantization scale of 1 (no scaling) and measure the FP8 error
+    // Exercise 3 of the handout: use q = 1 and a dequantization scale of 1 (no scaling) and measure the FP8 error
     const float q = amax > 0.0f ? 448.0f / amax : 1.0f;  // IEEE division (nvcc's default -prec-div=true)
     if (blockIdx.x == 0 && threadIdx.x == 0) *dequant_scale = amax > 0.0f ? amax / 448.0f : 1.0f;
     const size_t stride = size_t(gridDim.x) * blockDim.x;

@@ -26,7 +26,7 @@ constexpr int kBM = 128, kBN = 128, kBK = 32;  // block tile
 constexpr int kWM = 32, kWN = 64;              // warp tile: 2 x 4 fragments of 16 x 16
 constexpr int kWarps = (kBM / kWM) * (kBN / kWN);
 constexpr int kThreads = 32 * kWarps;  // 256
-// Exercise 1 of the handout: set kPad to 0, rerun with ncu and read l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+// Exercise 2 of the handout: set kPad to 0, rerun with ncu and read l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 constexpr int kPad = 8;  // bf16 elements of padding per shared-memory row (16 bytes)
 
 __global__ void __launch_bounds__(kThreads) wmmaSmem(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
@@ -50,6 +50,9 @@ __global__ void __launch_bounds__(kThreads) wmmaSmem(const bf16* A, const bf16* 
 
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int k0 = 0; k0 < K; k0 += kBK) {
+        // EXERCISE 1 BEGIN: stage the 128 x 32 tile of A at (m0, k0) in As and the 32 x 128 tile of B at (k0, n0) in Bs
+        // HINT: 16-byte chunks (uint4, 8 bf16): A has 128 x 4 of them, B 32 x 16; 256 threads take 2 of each
+        // HINT: a chunk past the edge of its matrix (rows or columns) is stored as zeros; K % 16 == 0, so a chunk is wholly in or out
         // A tile: 128 rows x 4 chunks of 8 elements (16 bytes) = 512 chunks, 2 per thread.
 #pragma unroll
         for (int i = 0; i < kBM * kBK / 8 / kThreads; ++i) {
@@ -66,6 +69,7 @@ __global__ void __launch_bounds__(kThreads) wmmaSmem(const bf16* A, const bf16* 
             *reinterpret_cast<uint4*>(&Bs[r][c8]) =
                 in ? *reinterpret_cast<const uint4*>(B + size_t(k0 + r) * N + n0 + c8) : zero;
         }
+        // EXERCISE 1 END
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < kBK; kk += 16) {

@@ -28,7 +28,7 @@ constexpr int kCluster = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;
 constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;
-// Exercise 2 of the handout: time --rung=8 --n=8192 with kGroupM = 1, 8 and 64 (1 and 64 are plain row and column orders)
+// Exercise 3 of the handout: time --rung=8 --n=8192 with kGroupM = 1, 8 and 64 (1 and 64 are plain row and column orders)
 constexpr int kGroupM = 8;  // rows of pieces per scheduling group
 struct Smem {
     alignas(1024) bf16 A[kStages][kTileA];

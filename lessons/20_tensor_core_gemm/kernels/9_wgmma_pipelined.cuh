@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             fence_acc(d);
             if (t % 32 == 0)
                 for (uint32_t r = 0; r < kCluster; ++r) mbar_arrive_cluster(&s.empty[(it - 1) % kStages], r);
-            // Exercise 3 of the handout: stage the accumulators in shared memory and write C with a TMA store
+            // Exercise 4 of the handout: stage the accumulators in shared memory and write C with a TMA store
             store_acc(d, C, N, m0 + 64 * c, n0, t);
         }
     }

@@ -56,12 +56,16 @@ __global__ void __launch_bounds__(kThreads) softmaxBlock(Softmax a) {
 
     float m = -INFINITY, l = 0.f;
     float4 cache[kCache];
+    // EXERCISE 1 BEGIN: pass 1: fold every valid entry of the row into (m, l), keeping the first 8192 in cache[]
+    // HINT: thread tid takes the float4s at 4 * (tid + kThreads * i): cache[i] = load4(...) for i < kCache, then update()
+    // HINT: rows can be longer than kCache * 4 * kThreads = 8192 entries: the rest is folded in straight from memory
 #pragma unroll
     for (int i = 0; i < kCache; ++i) {  // the first 8192 entries: read once, kept in registers
         cache[i] = load4(s, 4 * (tid + kThreads * i), valid, vec);
         update(m, l, cache[i]);
     }
     for (int j = 4 * (tid + kThreads * kCache); j < valid; j += 4 * kThreads) update(m, l, load4(s, j, valid, vec));
+    // EXERCISE 1 END
 
     // Merge the 256 (m, l) pairs: within each warp by shuffles, then the 8 warps through shared memory.
     float m_all = warp_max(m);

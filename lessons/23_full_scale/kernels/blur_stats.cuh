@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kThreads)
             float o[kVec];
 #pragma unroll
             for (int j = 0; j < kVec; ++j) o[j] = taps121(above[j], here[j], below[j]) * (1.0f / 16.0f);
-            // Exercise 2 of the handout: the unfused version: store o[] (lesson 07) and reduce in a second kernel
+            // Exercise 3 of the handout: the unfused version: store o[] (lesson 07) and reduce in a second kernel
             // Lesson 07 stored o[] here; this kernel only needs their sum, min and max.
             sumBlur += (o[0] + o[1]) + (o[2] + o[3]);
             lo = fminf(lo, fminf(fminf(o[0], o[1]), fminf(o[2], o[3])));
@@ -130,6 +130,9 @@ __global__ void __launch_bounds__(kThreads)
 // of its image in order, then the warp combines the lanes; the same order every run.
 __global__ void __launch_bounds__(kFinishThreads)
     finishImageStats(const double* __restrict__ partials, double* __restrict__ stats, int perImage) {
+    // EXERCISE 1 BEGIN: combine the perImage partials of image blockIdx.x into its kStatFields stats (sums, min, max)
+    // HINT: lane i folds partials i, i + 32, ... in that order, starting from setEmpty; then warpCombine(v, 16)
+    // HINT: perImage can be below 32 or not a multiple of 32; lane 0 writes the image's result
     const double* p = partials + static_cast<size_t>(blockIdx.x) * perImage * kStatFields;
     const int lane = threadIdx.x;
     double v[kStatFields];
@@ -145,6 +148,7 @@ __global__ void __launch_bounds__(kFinishThreads)
 #pragma unroll
         for (int f = 0; f < kStatFields; ++f) stats[static_cast<size_t>(blockIdx.x) * kStatFields + f] = v[f];
     }
+    // EXERCISE 1 END
 }
 
 }  // namespace fullscale
