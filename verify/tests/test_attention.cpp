@@ -42,7 +42,7 @@ TEST_CASE("softmax reference: sums to 1, shift-invariant, masked tail is 0, no o
     CHECK(p[5] == 0.0);
 }
 
-TEST_CASE("attention reference row: equal keys average V, one key copies it, causal row 0 is V[0]", "[attention]") {
+TEST_CASE("attention reference row: equal keys average V, one key copies it, causal row 0 is row 0 of V", "[attention]") {
     const int d = 4, n = 3;
     const std::vector<double> q = {1, -2, 0.5, 3};
     const std::vector<double> K = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -54,7 +54,7 @@ TEST_CASE("attention reference row: equal keys average V, one key copies it, cau
     for (int c = 0; c < d; ++c) CHECK(o[c] == V[c]);
 }
 
-TEST_CASE("attention reference: a dominant key wins; causal rows see only the past", "[attention]") {
+TEST_CASE("attention reference: a dominant key wins, causal rows see only the past", "[attention]") {
     const int d = 2, n = 3;
     // Key 1 matches q strongly: its score is far above the others, so o ~ V[1].
     const std::vector<double> Q = {10, 0, 10, 0, 10, 0};

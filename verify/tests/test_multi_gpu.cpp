@@ -10,7 +10,7 @@
 #include "catch_shim.hpp"
 #include "verify/multi_gpu.h"
 
-TEST_CASE("split_range covers [0, total) in order, sizes differ by at most one", "[multi_gpu]") {
+TEST_CASE("split_range covers 0 to total in order, sizes differ by at most one", "[multi_gpu]") {
     for (uint64_t total : {1ull, 7ull, 96ull, 1000ull})
         for (uint64_t parts = 1; parts <= 9; ++parts) {
             uint64_t next = 0, lo = UINT64_MAX, hi = 0;

@@ -281,7 +281,7 @@ TEST_CASE("parallel: compare and Comparer, bit for bit on any thread count", "[p
     }
 }
 
-TEST_CASE("parallel: rms is the same on any thread count; one block equals the plain loop", "[parallel][compare]") {
+TEST_CASE("parallel: rms is the same on any thread count, one block equals the plain loop", "[parallel][compare]") {
     const uint64_t n = 7 * verify::kReduceBlock + 5;
     std::vector<double> x(n);
     verify::chunk_add_reference(x.data(), n, 21, 0);

@@ -127,7 +127,7 @@ TEST_CASE("rounding is to the nearest number, ties to even, over many magnitudes
     }
 }
 
-TEST_CASE("TF32 keeps 10 mantissa bits; unit roundoffs", "[precision]") {
+TEST_CASE("TF32 keeps 10 mantissa bits, unit roundoffs", "[precision]") {
     CHECK(verify::to_tf32(1.0f + std::ldexp(1.0f, -11)) == 1.0f);
     CHECK(verify::to_tf32(1.0f + std::ldexp(3.0f, -11)) == 1.0f + std::ldexp(1.0f, -9));
     CHECK(verify::to_tf32(1.0f + std::ldexp(1.0f, -10)) == 1.0f + std::ldexp(1.0f, -10));

@@ -19,7 +19,7 @@ TEST_CASE("reference: elementwise add", "[reference]") {
     CHECK(c[3] == 16777217.0);  // exact in double, not representable in float
 }
 
-TEST_CASE("reference: 4x4 matmul known answer (C[0][0] = 130)", "[reference]") {
+TEST_CASE("reference: 4x4 matmul known answer (C00 = 130)", "[reference]") {
     // A[i][j] = 4i + j + 1 (1..16), B = A + 4 (5..20), row-major.
     float A[16], B[16];
     for (int i = 0; i < 16; ++i) {

@@ -28,7 +28,7 @@ std::vector<int32_t> random_ints(uint64_t n, uint64_t seed) {
 }
 }  // namespace
 
-TEST_CASE("scan inputs: ints in [-1000, 1000], deterministic, both ends reached", "[scan]") {
+TEST_CASE("scan inputs: ints from -1000 to 1000, deterministic, both ends reached", "[scan]") {
     const std::vector<int32_t> a = random_ints(200000, 5), b = random_ints(200000, 5), c = random_ints(200000, 6);
     CHECK(a == b);
     CHECK(a != c);
@@ -82,7 +82,7 @@ TEST_CASE("int scan reference: overflow wraps around modulo 2^32", "[scan]") {
     CHECK(verify::check_int_scan(out.data(), out.data(), out.size(), false, 0, "wrap").pass);
 }
 
-TEST_CASE("check_int_scan: inclusive, exclusive, per tile; one wrong element is found", "[scan]") {
+TEST_CASE("check_int_scan: inclusive, exclusive, per tile, one wrong element is found", "[scan]") {
     const uint64_t n = 10000, seg = 2048;
     const std::vector<int32_t> in = random_ints(n, 3);
     const std::vector<int32_t> incl = sequential_inclusive(in), tile_incl = sequential_inclusive(in, seg);
@@ -113,7 +113,7 @@ TEST_CASE("check_int_scan: inclusive, exclusive, per tile; one wrong element is 
     CHECK(c.first_bad == 4096 + 5);
 }
 
-TEST_CASE("float scan reference: matches a long double loop; the bound", "[scan]") {
+TEST_CASE("float scan reference: matches a long double loop, the bound", "[scan]") {
     const uint64_t n = verify::kScanBlock + 12345;
     std::vector<float> in(n);
     verify::fill_uniform(in.data(), n, 9);
@@ -133,7 +133,7 @@ TEST_CASE("float scan reference: matches a long double loop; the bound", "[scan]
     CHECK(std::isinf(verify::scan_float_tolerance(uint64_t(1) << 24, 1000)));
 }
 
-TEST_CASE("check_float_scan: a float scan in another order passes; errors, NaN and a shift fail", "[scan]") {
+TEST_CASE("check_float_scan: a float scan in another order passes, errors, NaN and a shift fail", "[scan]") {
     const uint64_t n = 100000, tile = 4096;
     std::vector<float> in(n);
     verify::fill_uniform(in.data(), n, 21);

@@ -336,6 +336,15 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     const double burst_bytes = double(bytes) * burst;
     if (pinned) {
+        // Warm-up: an idle link and GPU leave their power-saving states only under load. Without this,
+        // an H100's first H2D bursts once ran at 60% of the rate the same run's pipelines then moved
+        // (2026-11-22), and the "bound" was beaten by 47%. 50 ms of copies both ways first.
+        for (HostTimer warm; warm.ms() < 50.0;) {
+            CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
+            CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+            CUDA_CHECK(cudaStreamSynchronize(s1));
+            CUDA_CHECK(cudaStreamSynchronize(s2));
+        }
         double ms = best_burst_ms(
             trials, burst, [&] { CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1)); }, s1);
         r.h2d = bytes / (ms * 1e6);
