@@ -42,7 +42,8 @@ TEST_CASE("softmax reference: sums to 1, shift-invariant, masked tail is 0, no o
     CHECK(p[5] == 0.0);
 }
 
-TEST_CASE("attention reference row: equal keys average V, one key copies it, causal row 0 is row 0 of V", "[attention]") {
+TEST_CASE("attention reference row: equal keys average V, one key copies it, causal row 0 is row 0 of V",
+          "[attention]") {
     const int d = 4, n = 3;
     const std::vector<double> q = {1, -2, 0.5, 3};
     const std::vector<double> K = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
