@@ -26,6 +26,7 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
                                           default 3, or 2 where one run takes over 3 s)
   exercise.py report DIR                  one table from a folder of check JSON files
   exercise.py list                        every exercise of the course, one line each
+  exercise.py table                       every exercise as a Markdown table (docs/teaching.md)
 
 LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
 Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
@@ -508,6 +509,33 @@ def list_all():
                 print("%s %d: %s" % (lesson, r.k, r.task))
 
 
+def difficulty(lesson):
+    n = int(lesson[:2])
+    return "easy" if n <= 4 else ("hard" if n in (13, 14, 15, 16, 20, 21) else "medium")
+
+
+def table():
+    print("| lesson | K | task | difficulty | what PASS requires | speed graded on | planted answer |")
+    print("|---|---:|---|---|---|---|---|")
+    for lesson in lesson_dirs():
+        try:
+            regions = lesson_regions(lesson)
+        except ValueError as e:
+            die(str(e))
+        cm = lesson_cmake_args(lesson)
+        seen = set()
+        for r in regions:
+            if r.k in seen:
+                continue
+            seen.add(r.k)
+            graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
+            sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
+            planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
+            print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; memcheck and racecheck "
+                  "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes,
+                                          "; ".join(graded), "yes" if planted else "no"))
+
+
 def main(argv):
     if not argv:
         die("no command; commands: start, check, report, lint, list (see --help)")
@@ -517,15 +545,19 @@ def main(argv):
     cmd, rest = argv[0], argv[1:]
     flags = {a.split("=", 1)[0]: (a.split("=", 1)[1] if "=" in a else True) for a in rest if a.startswith("--")}
     pos = [a for a in rest if not a.startswith("--")]
-    allowed = {"lint": set(), "list": set(), "report": set(), "start": {"--planted", "--force", "--out"},
+    allowed = {"lint": set(), "list": set(), "table": set(), "report": set(), "start": {"--planted", "--force", "--out"},
                "check": {"--solution", "--json", "--no-sanitize", "--runs", "--exe", "--no-speed"}}
     if cmd not in allowed:
-        die("unknown command '%s'; commands: start, check, report, lint, list (see --help)" % cmd)
+        die("unknown command '%s'; commands: start, check, report, lint, list, table (see --help)" % cmd)
     for f in flags:
         if f not in allowed[cmd]:
             die("%s does not take %s" % (cmd, f))
     if cmd == "lint":
         lint([find_lesson(a) for a in pos] if pos else lesson_dirs())
+    elif cmd == "table":
+        if pos:
+            die("table takes no arguments")
+        table()
     elif cmd == "list":
         if pos:
             die("list takes no arguments")
