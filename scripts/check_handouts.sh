@@ -34,8 +34,9 @@ fi
 # 3. PDFs.
 # PDF text with all white space removed, so a title that wraps (or breaks after
 # a hyphen) still matches: spaces and hyphens are removed from both sides.
-text_of() { pdftotext "$1" - 2>/dev/null | tr -d '[:space:]-'; }
-squeeze() { printf '%s' "$1" | tr -d '[:space:]-'; }
+# Compared without spaces, hyphens and quote marks (pandoc turns ' and " into typographic ones).
+text_of() { pdftotext "$1" - 2>/dev/null | sed "s/[’‘“”'\"]//g" | tr -d '[:space:]-'; }
+squeeze() { printf '%s' "$1" | sed "s/[’‘“”'\"]//g" | tr -d '[:space:]-'; }
 title_of() { sed -n 's/^# \(.*\)/\1/p' "$1" | head -n 1; }
 pages_of() { pdfinfo "$1" 2>/dev/null | awk '/^Pages:/ { print $2 }'; }
 course_text=$(text_of "$OUT/pdf/course.pdf")
