@@ -198,25 +198,6 @@ static double run_pass(std::vector<Gpu>& gpus, size_t use, const Setup& s, uint6
     return *std::max_element(end_ms.begin(), end_ms.end());
 }
 
-// a[0..n) and b[0..n) the very same bits (tolerance 0), as a check.
-template <class T>
-static lesson::Check same_bits(const T* a, const T* b, uint64_t n, const std::string& what) {
-    lesson::Check c;
-    c.what = what;
-    c.checked = n;
-    c.max_abs = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        if (std::memcmp(a + i, b + i, sizeof(T)) == 0) continue;
-        if (c.first_bad < 0) c.first_bad = int64_t(i);
-        ++c.bad_count;
-        c.max_abs = std::max(c.max_abs, std::fabs(double(a[i]) - double(b[i])));
-    }
-    c.rel_l2 = c.bad_count ? NAN : 0.0;
-    c.tol = 0;
-    c.pass = n > 0 && c.bad_count == 0;
-    return c;
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -322,7 +303,8 @@ int main(int argc, char** argv) {
             if (per_gpu)
                 for (size_t g = 0; g < use; ++g) (*per_gpu)[g] = gpu[g].last_ms;
         }
-        report.check(same_bits(h_again, h_stats, N * kStatFields, what + ": the verified pass's bits, every image"));
+        report.check(verify::check_same_bits(h_again, h_stats, N * kStatFields,
+                                             what + ": the verified pass's bits, every image"));
         return lesson::median(ms);
     };
     std::vector<double> per_gpu_ms(G);
@@ -381,12 +363,12 @@ int main(int argc, char** argv) {
     CURAND_CHECK(curandSetGeneratorOffset(host_gen, t0 * px));
     CURAND_CHECK(curandGenerateUniform(host_gen, h_host.data(), tn));
     const std::string last = "images " + std::to_string(t0) + ".." + std::to_string(N - 1);
-    report.check(same_bits(h_each.data(), h_one.data(), tn,
-                           "GPU generator, " + last +
-                               ": one call per image "
-                               "(reverse order) = one call for all, every pixel"));
-    report.check(
-        same_bits(h_host.data(), h_one.data(), tn, "host generator = GPU generator, " + last + ", every pixel"));
+    report.check(verify::check_same_bits(h_each.data(), h_one.data(), tn,
+                                         "GPU generator, " + last +
+                                             ": one call per image "
+                                             "(reverse order) = one call for all, every pixel"));
+    report.check(verify::check_same_bits(h_host.data(), h_one.data(), tn,
+                                         "host generator = GPU generator, " + last + ", every pixel"));
 
     // 5. Verification. --inject-fault corrupts one number of the results first.
     if (opt.inject_fault) verify::inject_fault(h_stats, N * kStatFields, uint64_t(opt.seed));

@@ -10,10 +10,15 @@
 // Sums and maxima run over fixed blocks of kReduceBlock elements on all host
 // cores (verify/parallel.h), combined in block order: the same bits for any
 // thread count.
+//
+// check_exact / check_same_bits: the exact check (tolerance 0), for results that
+// must be the very bits of the reference (the same operations in the same order,
+// or exact integer sums).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 #include "common/report.h"
@@ -124,6 +129,57 @@ uint64_t inject_fault(T* data, uint64_t n, uint64_t seed) {
     data[i] = static_cast<T>(static_cast<double>(data[i]) * 2.0 + 1.0);
     std::printf("inject-fault: corrupted output element %llu before verification\n", (unsigned long long)i);
     return i;
+}
+
+// An exact check: got[i] must be the very bits of expect(i) for every i < n (tolerance 0; -0 is
+// not +0), and finite: a NaN or Inf never passes, not even against the same bits. rel_l2 and
+// max_abs (a NaN sticks) say how far apart the values are where they differ. Nothing checked
+// (n = 0) is no pass.
+template <class T, class Expect>
+lesson::Check check_exact(const T* got, uint64_t n, const Expect& expect, const std::string& what) {
+    struct Tally {
+        uint64_t bad = 0;
+        int64_t first = -1;
+        double max_abs = 0, diff2 = 0, ref2 = 0;
+    };
+    const std::vector<Tally> parts = block_partials<Tally>(n, kReduceBlock, [&](uint64_t b, uint64_t e) {
+        Tally t;
+        for (uint64_t i = b; i < e; ++i) {
+            const T want = expect(i);
+            const double d = double(got[i]) - double(want);
+            t.ref2 += double(want) * double(want);
+            if (std::memcmp(&got[i], &want, sizeof(T)) == 0 && std::isfinite(double(got[i]))) continue;
+            t.diff2 += d * d;
+            if (!std::isnan(t.max_abs) && !(std::fabs(d) <= t.max_abs)) t.max_abs = std::fabs(d);  // NaN sticks
+            if (t.first < 0) t.first = int64_t(i);
+            ++t.bad;
+        }
+        return t;
+    });
+    lesson::Check c;
+    c.what = what;
+    c.checked = n;
+    double diff2 = 0, ref2 = 0;
+    c.max_abs = 0;
+    for (const Tally& t : parts) {
+        c.bad_count += t.bad;
+        diff2 += t.diff2;
+        ref2 += t.ref2;
+        if (!std::isnan(c.max_abs) && !(t.max_abs <= c.max_abs)) c.max_abs = t.max_abs;
+        if (t.first >= 0 && c.first_bad < 0) c.first_bad = t.first;  // blocks come in index order
+    }
+    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY);
+    if (std::isnan(c.max_abs)) c.rel_l2 = NAN;
+    c.tol = 0;
+    c.pass = n > 0 && c.bad_count == 0;
+    return c;
+}
+
+// got[0..n) and want[0..n) the very same bits (e.g. two ways of computing one result).
+template <class T>
+lesson::Check check_same_bits(const T* got, const T* want, uint64_t n, const std::string& what) {
+    return check_exact(
+        got, n, [&](uint64_t i) { return want[i]; }, what);
 }
 
 }  // namespace verify

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 #include "common/report.h"
+#include "verify/compare.h"  // check_exact
 #include "verify/parallel.h"
 #include "verify/random.h"
 
@@ -99,48 +100,14 @@ inline lesson::Check check_sweep(const float* gpu, const float* x, uint64_t n, S
     parallel_blocks(kSweepValues, items_per_block(uint64_t(p.fmas)), [&](uint64_t begin, uint64_t end) {
         for (uint64_t j = begin; j < end; ++j) table[j] = sweep_chain(sweep_value_of(uint32_t(j)), p.fmas, a, b);
     });
-    struct Tally {
-        double diff2 = 0, ref2 = 0, max_abs = 0;
-        int64_t first_bad = -1;
-        uint64_t bad = 0;
-    };
-    const std::vector<Tally> parts = block_partials<Tally>(n, kReduceBlock, [&](uint64_t begin, uint64_t end) {
-        Tally t;
-        for (uint64_t e = begin; e < end; ++e) {
-            float ref = x[e];
-            if (sweep_fmas_at(e, p) > 0) {
-                const uint32_t j = sweep_index_of(x[e]);
-                ref = j < kSweepValues ? table[j] : sweep_chain(x[e], p.fmas, a, b);
-            }
-            const double d = static_cast<double>(gpu[e]) - static_cast<double>(ref);
-            t.diff2 += d * d;
-            t.ref2 += static_cast<double>(ref) * static_cast<double>(ref);
-            const double ad = std::fabs(d);
-            if (ad > t.max_abs || std::isnan(ad)) t.max_abs = ad;
-            if (std::memcmp(&gpu[e], &ref, sizeof(float)) != 0 || !std::isfinite(gpu[e])) {
-                if (t.first_bad < 0) t.first_bad = static_cast<int64_t>(e);
-                ++t.bad;
-            }
-        }
-        return t;
-    });
-    lesson::Check c;
-    c.what = what;
-    c.checked = n;
-    double diff2 = 0, ref2 = 0;
-    c.max_abs = 0;
-    for (const Tally& t : parts) {
-        diff2 += t.diff2;
-        ref2 += t.ref2;
-        if (t.max_abs > c.max_abs || std::isnan(t.max_abs)) c.max_abs = t.max_abs;
-        if (t.first_bad >= 0 && c.first_bad < 0) c.first_bad = t.first_bad;  // blocks come in order
-        c.bad_count += t.bad;
-    }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY);
-    if (std::isnan(diff2)) c.rel_l2 = NAN;
-    c.tol = 0;
-    c.pass = n > 0 && c.bad_count == 0;
-    return c;
+    return check_exact(
+        gpu, n,
+        [&](uint64_t e) {
+            if (sweep_fmas_at(e, p) == 0) return x[e];
+            const uint32_t j = sweep_index_of(x[e]);
+            return j < kSweepValues ? table[j] : sweep_chain(x[e], p.fmas, a, b);
+        },
+        what);
 }
 
 }  // namespace verify

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 #include "common/report.h"
+#include "verify/compare.h"  // check_same_bits
 #include "verify/parallel.h"
 
 namespace verify {
@@ -85,35 +86,6 @@ inline void gemv_reference(const float* M, uint64_t m, uint64_t n, const double*
     for (uint64_t r = 0; r < m; ++r) y[r] = 0.0;
     for (uint64_t i = 0; i < n; ++i)
         for (uint64_t r = 0; r < m; ++r) y[r] += static_cast<double>(M[r + i * m]) * v[i];
-}
-
-// Exact check: gpu[i] and ref[i] must be the same bits (NaN never passes: the reference
-// holds none, and a NaN from the GPU differs from every finite value). rel_l2 and
-// max_abs say how far apart the arrays are when they differ.
-inline lesson::Check check_same_bits(const float* gpu, const float* ref, uint64_t n, const std::string& what) {
-    lesson::Check c;
-    c.what = what;
-    c.checked = n;
-    c.tol = 0;
-    double diff2 = 0, ref2 = 0, max_abs = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        uint32_t g = 0, r = 0;
-        std::memcpy(&g, gpu + i, sizeof g);
-        std::memcpy(&r, ref + i, sizeof r);
-        const double d = static_cast<double>(gpu[i]) - static_cast<double>(ref[i]);
-        diff2 += d * d;
-        ref2 += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
-        if (std::fabs(d) > max_abs || std::isnan(d)) max_abs = std::fabs(d);
-        if (g != r) {
-            if (c.first_bad < 0) c.first_bad = static_cast<int64_t>(i);
-            ++c.bad_count;
-        }
-    }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY);
-    if (std::isnan(diff2)) c.rel_l2 = NAN;
-    c.max_abs = max_abs;
-    c.pass = n > 0 && c.bad_count == 0;
-    return c;
 }
 
 }  // namespace verify

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 #include "common/report.h"
+#include "verify/compare.h"  // check_exact, check_same_bits
 #include "verify/parallel.h"
 
 #if defined(__CUDACC__)
@@ -66,57 +67,10 @@ inline float allreduce_expected(uint64_t seed, int ranks, uint64_t i) {
     return float(s);
 }
 
-// An exact check: got[i] must be the very bits of expect(i) for every i < n (tolerance 0).
-template <class Expect>
-lesson::Check check_exact(const float* got, uint64_t n, const Expect& expect, const std::string& what) {
-    struct Tally {
-        uint64_t bad = 0;
-        int64_t first = -1;
-        double max_abs = 0, diff2 = 0, ref2 = 0;
-    };
-    const std::vector<Tally> parts = block_partials<Tally>(n, kReduceBlock, [&](uint64_t b, uint64_t e) {
-        Tally t;
-        for (uint64_t i = b; i < e; ++i) {
-            const float want = expect(i);
-            const double d = double(got[i]) - double(want);
-            t.ref2 += double(want) * double(want);
-            if (std::memcmp(&got[i], &want, sizeof(float)) == 0) continue;
-            t.diff2 += d * d;
-            if (!std::isnan(t.max_abs) && !(std::fabs(d) <= t.max_abs)) t.max_abs = std::fabs(d);  // NaN sticks
-            if (t.first < 0) t.first = int64_t(i);
-            ++t.bad;
-        }
-        return t;
-    });
-    lesson::Check c;
-    c.what = what;
-    c.checked = n;
-    double diff2 = 0, ref2 = 0;
-    c.max_abs = 0;
-    for (const Tally& t : parts) {
-        c.bad_count += t.bad;
-        diff2 += t.diff2;
-        ref2 += t.ref2;
-        if (!std::isnan(c.max_abs) && !(t.max_abs <= c.max_abs)) c.max_abs = t.max_abs;
-        if (t.first >= 0 && c.first_bad < 0) c.first_bad = t.first;  // blocks come in index order
-    }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY);
-    if (std::isnan(c.max_abs)) c.rel_l2 = NAN;
-    c.tol = 0;
-    c.pass = n > 0 && c.bad_count == 0;
-    return c;
-}
-
 // An all-reduce result (the first n elements of one rank's receive buffer) against the exact sum.
 inline lesson::Check check_allreduce(const float* got, uint64_t n, uint64_t seed, int ranks, const std::string& what) {
     return check_exact(
         got, n, [&](uint64_t i) { return allreduce_expected(seed, ranks, i); }, what);
-}
-
-// Two results with the same bits (e.g. the hand-written ring against NCCL).
-inline lesson::Check check_same_bits(const float* got, const float* want, uint64_t n, const std::string& what) {
-    return check_exact(
-        got, n, [&](uint64_t i) { return want[i]; }, what);
 }
 
 // ---------------------------------------------------------------- the ring schedule
