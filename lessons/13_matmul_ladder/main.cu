@@ -97,14 +97,8 @@ static const Rung kSweep[] = {
     rung7_as<WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>("7: 128x256x16 w64x64 t16x8 s3"),
 };
 
-struct Shape {
-    int M, N, K;
-    std::string text() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
-    size_t a() const { return size_t(M) * K; }
-    size_t b() const { return size_t(K) * N; }
-    size_t c() const { return size_t(M) * N; }
-};
-constexpr double kTol = 1e-4;  // rel-L2, fp32 GEMM (lesson contract)
+using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
+constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (lesson contract)
 
 // Poison C (0xFF bytes are NaN), run once, copy C back: that copy is what gets verified.
 template <class Launch>

@@ -29,6 +29,7 @@
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
+#include "common/gemm.h"
 #include "common/memory.h"
 #include "common/report.h"
 #include "common/timer.h"
@@ -70,13 +71,7 @@ static const Rung kLadder[] = {
 };
 constexpr int kRungs = int(std::size(kLadder));
 
-struct Shape {
-    int M, N, K;
-    std::string text() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
-    size_t a() const { return size_t(M) * K; }
-    size_t b() const { return size_t(K) * N; }
-    size_t c() const { return size_t(M) * N; }
-};
+using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 static bool fits(const Rung& r, const Shape& s) {
     return s.M % r.mult_m == 0 && s.N % r.mult_n == 0 && s.K % r.mult_k == 0;
 }

@@ -9,9 +9,21 @@
 #pragma once
 #include <cublas_v2.h>
 
+#include <cstddef>
+#include <string>
+
 #include "common/check.h"
 
 namespace lesson {
+
+// One GEMM's shape, C (M x N) = A (M x K) * B (K x N), and its arrays' element counts.
+struct GemmShape {
+    int M, N, K;
+    std::string text() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+    size_t a() const { return size_t(M) * K; }
+    size_t b() const { return size_t(K) * N; }
+    size_t c() const { return size_t(M) * N; }
+};
 
 // C = alpha * A * B + beta * C, all row-major: A is m x k, B is k x n, C is m x n (device pointers).
 inline void sgemm_row_major(cublasHandle_t handle, int m, int n, int k, const float* A, const float* B, float* C,
