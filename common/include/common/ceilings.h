@@ -115,56 +115,22 @@ double best_burst_ms(int trials, int burst, Work&& work, cudaStream_t stream = 0
 }
 
 namespace detail {
-// The simplest streaming kernel for a read/write mix: R float4 inputs (a, b), W
-// float4 outputs (c), U float4 per input per thread in flight per step
-// (grid-stride). With W = 0 the sum is written only when it is an impossible
-// value, so the reads cannot be removed.
+// The simplest streaming kernels for a read/write mix: R float4 inputs (a, b), W float4
+// outputs (c). One step of a thread: U float4 per input at i, i + stride, ..., i + (U-1) * stride (those below n4), all loaded
+// before the first store. With W = 0 the sum is written only when it is an impossible value,
+// so the reads cannot be removed.
 template <int R, int W, int U>
-__global__ void streamProbe(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
-                            size_t n4) {
-    const size_t step = size_t(gridDim.x) * blockDim.x;
-    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += U * step) {
-        float4 s[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (i + u * step < n4) {
-                s[u] = a[i + u * step];
-                if (R == 2) {
-                    const float4 x = b[i + u * step];
-                    s[u].x += x.x;
-                    s[u].y += x.y;
-                    s[u].z += x.z;
-                    s[u].w += x.w;
-                }
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (W == 0) {
-                if (s[u].x == 1234.5f && s[u].y == -1234.5f) c[0] = s[u];
-            } else if (i + u * step < n4) {
-                c[i + u * step] = s[u];
-            }
-        }
-    }
-}
-// The same mix in one pass over tiles: block b owns U * blockDim consecutive float4, each
-// thread U of them a block width apart, all U loads in flight before the first store (what a
-// coarsened elementwise kernel does: lesson 17).
-template <int R, int W, int U>
-__global__ void streamProbeTiles(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
-                                 size_t n4) {
-    const size_t base = size_t(blockIdx.x) * U * blockDim.x + threadIdx.x;
+__device__ __forceinline__ void streamProbeStep(const float4* __restrict__ a, const float4* __restrict__ b,
+                                                float4* __restrict__ c, size_t n4, size_t i, size_t stride) {
     float4 s[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const size_t i = base + size_t(u) * blockDim.x;
+        const size_t j = i + size_t(u) * stride;
         s[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (i < n4) {
-            s[u] = a[i];
+        if (j < n4) {
+            s[u] = a[j];
             if (R == 2) {
-                const float4 x = b[i];
+                const float4 x = b[j];
                 s[u].x += x.x;
                 s[u].y += x.y;
                 s[u].z += x.z;
@@ -174,13 +140,28 @@ __global__ void streamProbeTiles(const float4* __restrict__ a, const float4* __r
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const size_t i = base + size_t(u) * blockDim.x;
+        const size_t j = i + size_t(u) * stride;
         if (W == 0) {
             if (s[u].x == 1234.5f && s[u].y == -1234.5f) c[0] = s[u];
-        } else if (i < n4) {
-            c[i] = s[u];
+        } else if (j < n4) {
+            c[j] = s[u];
         }
     }
+}
+// Grid-stride: each step of a thread takes U float4 a grid width apart.
+template <int R, int W, int U>
+__global__ void streamProbe(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
+                            size_t n4) {
+    const size_t step = size_t(gridDim.x) * blockDim.x;
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += U * step)
+        streamProbeStep<R, W, U>(a, b, c, n4, i, step);
+}
+// The same mix in one pass over tiles: block b owns U * blockDim consecutive float4, each
+// thread U of them a block width apart (what a coarsened elementwise kernel does: lesson 17).
+template <int R, int W, int U>
+__global__ void streamProbeTiles(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
+                                 size_t n4) {
+    streamProbeStep<R, W, U>(a, b, c, n4, size_t(blockIdx.x) * U * blockDim.x + threadIdx.x, blockDim.x);
 }
 template <int R, int W>
 double probe_ms(const float4* a, const float4* b, float4* c, size_t n4, int sms, int trials) {
