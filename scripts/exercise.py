@@ -496,7 +496,8 @@ def report_table(folder):
             "%.2fx" % ofref if ofref is not None else "-", "%.1f%%" % (100 * min(ofb)) if ofb else "-"))
 
 
-def list_all():
+def first_regions():
+    """(lesson, first region of exercise K) for every marked exercise of the course, in order."""
     for lesson in lesson_dirs():
         try:
             regions = lesson_regions(lesson)
@@ -506,7 +507,12 @@ def list_all():
         for r in regions:
             if r.k not in seen:
                 seen.add(r.k)
-                print("%s %d: %s" % (lesson, r.k, r.task))
+                yield lesson, r
+
+
+def list_all():
+    for lesson, r in first_regions():
+        print("%s %d: %s" % (lesson, r.k, r.task))
 
 
 def difficulty(lesson):
@@ -517,23 +523,14 @@ def difficulty(lesson):
 def table():
     print("| lesson | K | task | difficulty | what PASS requires | speed graded on | planted answer |")
     print("|---|---:|---|---|---|---|---|")
-    for lesson in lesson_dirs():
-        try:
-            regions = lesson_regions(lesson)
-        except ValueError as e:
-            die(str(e))
+    for lesson, r in first_regions():
         cm = lesson_cmake_args(lesson)
-        seen = set()
-        for r in regions:
-            if r.k in seen:
-                continue
-            seen.add(r.k)
-            graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
-            sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
-            planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
-            print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; memcheck and racecheck "
-                  "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes,
-                                          "; ".join(graded), "yes" if planted else "no"))
+        graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
+        sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
+        planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
+        print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; memcheck and racecheck "
+              "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes,
+                                      "; ".join(graded), "yes" if planted else "no"))
 
 
 def main(argv):
