@@ -51,6 +51,7 @@
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
+#include "common/gemm.h"
 #include "common/memory.h"
 #include "common/report.h"
 #include "common/timer.h"
@@ -111,14 +112,8 @@ struct SplitGpu {
     float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
 };
 
-// `count` row-major n x n products C_i = A_i * B_i, stride n*n: B first, as in lesson 09.
-static void gemm_strided_batched(cublasHandle_t handle, int n, const float* d_A, const float* d_B, float* d_C,
-                                 int count) {
-    const float alpha = 1.0f, beta = 0.0f;
-    const long long stride = static_cast<long long>(n) * n;
-    CUBLAS_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, d_B, n, stride, d_A, n,
-                                           stride, &beta, d_C, n, stride, count));
-}
+// lesson::sgemm_strided_batched_row_major (common/gemm.h): `count` row-major n x n products
+// C_i = A_i * B_i, stride n*n, B first, as lesson 09 writes it out.
 
 static void setup_split_gpu(SplitGpu& g, int n) {
     CUDA_CHECK(cudaSetDevice(g.device));  // everything below belongs to this GPU
@@ -131,7 +126,8 @@ static void setup_split_gpu(SplitGpu& g, int n) {
     CUDA_CHECK(cudaMalloc(&g.d_C, bytes));
     CUDA_CHECK(cudaMemsetAsync(g.d_A, 0, bytes, g.stream));
     CUDA_CHECK(cudaMemsetAsync(g.d_B, 0, bytes, g.stream));
-    gemm_strided_batched(g.handle, n, g.d_A, g.d_B, g.d_C, 1);  // warm-up: cuBLAS loads its kernels now
+    lesson::sgemm_strided_batched_row_major(g.handle, n, g.d_A, g.d_B, g.d_C,
+                                            1);  // warm-up: cuBLAS loads its kernels now
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 
@@ -156,7 +152,7 @@ static void run_share(SplitGpu& g, int n, verify::Range r, const float* h_A, con
     CUDA_CHECK(cudaMemcpyAsync(g.d_A, h_A + r.first * nn, bytes, cudaMemcpyHostToDevice, g.stream));
     CUDA_CHECK(cudaMemcpyAsync(g.d_B, h_B + r.first * nn, bytes, cudaMemcpyHostToDevice, g.stream));
     CUDA_CHECK(cudaMemsetAsync(g.d_C, 0xFF, bytes, g.stream));  // NaN poison: a product never computed fails
-    gemm_strided_batched(g.handle, n, g.d_A, g.d_B, g.d_C, int(r.count));
+    lesson::sgemm_strided_batched_row_major(g.handle, n, g.d_A, g.d_B, g.d_C, int(r.count));
     CUDA_CHECK(cudaMemcpyAsync(h_C + r.first * nn, g.d_C, bytes, cudaMemcpyDeviceToHost, g.stream));
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
     // EXERCISE 1 END
@@ -166,7 +162,8 @@ static void run_share(SplitGpu& g, int n, verify::Range r, const float* h_A, con
 // scaling the lesson grades.
 static void gemm_passes(SplitGpu& g, int n, verify::Range r, int passes) {
     CUDA_CHECK(cudaSetDevice(g.device));
-    for (int p = 0; p < passes; ++p) gemm_strided_batched(g.handle, n, g.d_A, g.d_B, g.d_C, int(r.count));
+    for (int p = 0; p < passes; ++p)
+        lesson::sgemm_strided_batched_row_major(g.handle, n, g.d_A, g.d_B, g.d_C, int(r.count));
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 

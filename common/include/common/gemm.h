@@ -5,7 +5,7 @@
 // C^T (N x M) = B^T (N x K) * A^T (K x M): B first, M and N swapped, each leading dimension the
 // row length of its row-major array (B: N, A: K, C: N). Nothing is copied or transposed.
 // Lesson 08 teaches this call and writes it out itself; lessons that use cuBLAS as a yardstick
-// call this helper. The math mode (fp32 or TF32) is state of the handle: set it before.
+// or as a building block call these helpers. The math mode (fp32 or TF32) is state of the handle: set it before.
 #pragma once
 #include <cublas_v2.h>
 
@@ -29,6 +29,16 @@ struct GemmShape {
 inline void sgemm_row_major(cublasHandle_t handle, int m, int n, int k, const float* A, const float* B, float* C,
                             float alpha = 1.0f, float beta = 0.0f) {
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n));
+}
+
+// `count` row-major n x n products C_i = A_i * B_i, each array i a stride of n*n after the last:
+// the same swap, batched. Lesson 09 teaches this call and writes it out itself.
+inline void sgemm_strided_batched_row_major(cublasHandle_t handle, int n, const float* A, const float* B, float* C,
+                                            int count) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const long long stride = static_cast<long long>(n) * n;
+    CUBLAS_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, B, n, stride, A, n,
+                                           stride, &beta, C, n, stride, count));
 }
 
 }  // namespace lesson
