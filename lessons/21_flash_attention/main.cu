@@ -212,14 +212,20 @@ int main(int argc, char** argv) {
     cli.add_int("d", &d_flag, 0, 128, "head dimension: 64 or 128 (0: both)");
     cli.add_switch("causal", &causal, "time the causal (lower-triangular) attention (the checks do both)");
     cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
-    cli.add_int("decode-n", &decode_n, 1, 1 << 22, "keys of the decode rung", 1000);
+    cli.add_int("decode-n", &decode_n, 1, 1 << 22, "keys of the decode rung (--quick 4096)", 1000);
     cli.add_int("decode-batch", &decode_batch, 1, 4096, "batch of the decode rung", 2);
     cli.add_int("decode-heads", &decode_heads, 1, 4096, "heads of the decode rung", 2);
-    cli.add_int("long", &long_n, 0, 1 << 20, "sequence length of the long run, where rung 4 cannot allocate (0: none)",
+    cli.add_int("long", &long_n, 0, 1 << 20, "sequence length of the long run, where rung 4 cannot allocate (0: none; --quick 0)",
                 0);
     cli.add_int("long-heads", &long_heads, 1, 4096, "batch x heads of the long run", 1);
     cli.parse_or_exit(argc, argv);
-    if (opt.quick && !cli.given("n")) n_list = "256";
+    if (opt.quick) {  // small enough for compute-sanitizer: one short length, a short decode, no long run
+        if (!cli.given("n")) n_list = "256";
+        if (!cli.given("decode-n")) decode_n = 4096;
+        if (!cli.given("decode-batch")) decode_batch = 2;
+        if (!cli.given("decode-heads")) decode_heads = 8;
+        if (!cli.given("long")) long_n = 0;
+    }
     if (d_flag != 0 && d_flag != 64 && d_flag != 128)
         lesson::bad_input("--d=" + std::to_string(d_flag) + ": allowed 0, 64, 128");
     std::vector<int> ns;
