@@ -33,6 +33,7 @@ Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check fai
 2 bad usage or malformed markers, 77 no GPU (check).
 """
 import glob
+import hashlib
 import json
 import os
 import re
@@ -345,7 +346,10 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             write_report(json_path, {"lesson": lesson, "result": "FAIL", "why": "does not build"})
             sys.exit(1)
         mine_exe = os.path.join(mine_build, "bin", exe)
-    logs = os.path.join(ref_build, "exercise-logs", lesson)
+    # One log folder per program checked, so that checks of different copies can run at once.
+    who = "solution" if solution else ("mine" if not exe_path else
+                                       "exe-" + hashlib.sha1(mine_exe.encode()).hexdigest()[:10])
+    logs = os.path.join(ref_build, "exercise-logs", lesson, who)
     os.makedirs(logs, exist_ok=True)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 

@@ -6,7 +6,8 @@
 #      but is caught: it FAILs an awkward size or a sanitizer;
 #   3. the reference solution (check --solution) PASSes with grade A.
 # BUILD is the configured build folder (its bin/ holds the reference solutions).
-# ONLY="00 12" in the environment limits it to those lessons.
+# ONLY="00 12" in the environment limits it to those lessons; SELFTEST_JOBS (default 4) is how many
+# steps 1-2 (correctness only, nothing timed) share the GPU at once. Step 3 is timed: one at a time.
 # Exit: 0 all as expected, 1 otherwise, 77 no GPU.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,18 +48,38 @@ for k in $(printf '%s\n' "${pairs[@]}" | awk '{print $2}' | sort -u); do
   build_kind planted "$k"
 done
 
-for p in "${pairs[@]}"; do
-  set -- $p; lesson=$1; k=$2; exe=${lesson#[0-9][0-9]_}
+# The reference programs first, once: every check below finds them built (no two builds in one folder).
+refs=(); for p in "${pairs[@]}"; do set -- $p; refs+=("${1#[0-9][0-9]_}"); done
+cmake --build "$B" --parallel "$(nproc)" --target $(printf '%s\n' "${refs[@]}" | sort -u) >"$W/build-reference.log" 2>&1 ||
+  bad "build of the reference programs (log $W/build-reference.log)"
+# Steps 1 and 2 check correctness only (no timing): JOBS of them share the GPU at once.
+one_pair() {  # lesson K -> prints ok/FAIL lines
+  local lesson=$1 k=$2 exe=${1#[0-9][0-9]_} rc caught
   # 1. Unsolved: must FAIL (exit 1), never PASS.
   $EX check "$lesson" --exe="$W/build-unsolved-$k/bin/$exe" --no-sanitize --no-speed >"$W/$lesson-$k-unsolved.log" 2>&1
   rc=$?
-  [ $rc = 1 ] && echo "ok: $lesson exercise $k: the unsolved copy FAILs" || bad "$lesson exercise $k: unsolved copy exit $rc, expected 1 (log $W/$lesson-$k-unsolved.log)"
+  [ $rc = 1 ] && echo "ok: $lesson exercise $k: the unsolved copy FAILs" ||
+    echo "FAIL: $lesson exercise $k: unsolved copy exit $rc, expected 1 (log $W/$lesson-$k-unsolved.log)"
   # 2. Planted: PASS at the default size, caught elsewhere.
   $EX check "$lesson" --exe="$W/build-planted-$k/bin/$exe" --no-speed --json="$W/$lesson-$k-planted.json" >"$W/$lesson-$k-planted.log" 2>&1
   rc=$?
   caught=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); c=r.get('checks',[]); print('yes' if c and c[0]['pass'] and (not all(x['pass'] for x in c) or not all(s['clean'] for s in r.get('sanitizers',[]))) else 'no')" "$W/$lesson-$k-planted.json" 2>/dev/null || echo no)
   [ $rc = 1 ] && [ "$caught" = yes ] && echo "ok: $lesson exercise $k: the planted answer passes the default size and is caught" ||
-    bad "$lesson exercise $k: planted answer exit $rc, caught only past the default size: $caught (log $W/$lesson-$k-planted.log)"
+    echo "FAIL: $lesson exercise $k: planted answer exit $rc, caught only past the default size: $caught (log $W/$lesson-$k-planted.log)"
+}
+jobs_max=${SELFTEST_JOBS:-4}
+for p in "${pairs[@]}"; do
+  set -- $p
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  one_pair "$1" "$2" >"$W/$1-$2.result" &
+done
+wait
+for p in "${pairs[@]}"; do
+  set -- $p
+  while IFS= read -r line; do
+    echo "$line"
+    [[ "$line" == FAIL:* ]] && fails=$((fails + 1))
+  done <"$W/$1-$2.result"
 done
 # 3. Each lesson's reference solution: PASS, grade A.
 for lesson in $(printf '%s\n' "${pairs[@]}" | awk '{print $1}' | sort -u); do

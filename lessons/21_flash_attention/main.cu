@@ -219,8 +219,10 @@ int main(int argc, char** argv) {
                 0);
     cli.add_int("long-heads", &long_heads, 1, 4096, "batch x heads of the long run", 1);
     cli.parse_or_exit(argc, argv);
-    if (opt.quick) {  // small enough for compute-sanitizer: one short length, a short decode, no long run
+    if (opt.quick) {  // small enough for compute-sanitizer: N = 256 x 2 heads, a short decode, no long run
         if (!cli.given("n")) n_list = "256";
+        if (!cli.given("batch")) batch = 1;
+        if (!cli.given("heads")) heads = 2;
         if (!cli.given("decode-n")) decode_n = 4096;
         if (!cli.given("decode-batch")) decode_batch = 2;
         if (!cli.given("decode-heads")) decode_heads = 8;
