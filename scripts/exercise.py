@@ -54,6 +54,8 @@ HINT = re.compile(r"^\s*//\s*HINT:\s?(.*)$")
 STUB = re.compile(r"^\s*//\s*STUB:\s?(.*)$")
 # Speed bands: the learner's rate as a fraction of the reference solution's, same run.
 BANDS = [("A", 0.90), ("B", 0.75), ("C", 0.50), ("D", 0.0)]
+UNGRADED_WHY = ("the lesson's times are kernel-launch overhead (a few microseconds), not the work of the "
+                "code you write: GRADE \"K=-\" in its CMakeLists.txt")
 MAX_SPREAD = 0.10      # (max - min) / median of the runs' rates: above it, timing is noise
 MAX_CLOCK_DROP = 0.10  # SM clock at the end below 90% of the start: the GPU throttled
 
@@ -396,7 +398,15 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     # 3. Speed: the graded variants of your build and of the reference, alternating, same run.
     # GRADE "K=variant name" entries name the variant each exercise writes; without them the
     # lesson's key result is graded. Your default-size run above is the first of your runs.
-    graded = sorted({g.split("=", 1)[1] for g in cm["GRADE"]}) or ["key result"]
+    graded = sorted({g.split("=", 1)[1] for g in cm["GRADE"]} - {"-"}) or ["key result"]
+    if cm["GRADE"] and all(g.split("=", 1)[1] == "-" for g in cm["GRADE"]):  # GRADE "K=-": nothing to time
+        rep["grade"] = "ungraded"
+        rep["ungraded_why"] = UNGRADED_WHY
+        rep["seconds"] = round(time.time() - t0, 1)
+        print("exercise: PASS (correct at every size%s); no speed grade: %s"
+              % (", sanitizers clean" if sanitize else "", UNGRADED_WHY))
+        write_report(json_path, rep)
+        sys.exit(0)
     if runs is None:
         runs = 3 if rep["checks"][0]["seconds"] <= 3 else 2
     before = gpu_state()
@@ -530,6 +540,7 @@ def table():
     for lesson, r in first_regions():
         cm = lesson_cmake_args(lesson)
         graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
+        graded = ["not graded (launch overhead)" if g == "-" else g for g in graded]
         sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
         planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
         print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; memcheck and racecheck "

@@ -334,6 +334,10 @@ int main(int argc, char** argv) {
                 const size_t nn = size_t(p.heads) * N * N;
                 CUDA_CHECK(cudaMalloc(&g_S, nn * sizeof(float)));
                 CUDA_CHECK(cudaMalloc(&g_P, nn * sizeof(bf16)));
+                // Poison S (0xFF bytes are NaN): a score cuBLAS left unwritten would show. It also gives
+                // compute-sanitizer initcheck a defined start: it reported the scores cuBLAS wrote as
+                // uninitialized when they were copied back (their values match the CPU's).
+                CUDA_CHECK(cudaMemset(g_S, 0xFF, nn * sizeof(float)));
                 for (int i : ladder) {
                     const Rung& r = kLadder[i];
                     if (r.kind == Kind::Softmax) {  // softmax of cuBLAS's S, against the CPU's softmax of the same S
@@ -389,6 +393,7 @@ int main(int argc, char** argv) {
             if (standard_fits) {
                 CUDA_CHECK(cudaMalloc(&g_S, nn * sizeof(float)));
                 CUDA_CHECK(cudaMalloc(&g_P, nn * sizeof(bf16)));
+                CUDA_CHECK(cudaMemset(g_S, 0xFF, nn * sizeof(float)));  // poisoned, as in part 1
             } else {
                 report.note("rung 4 and the softmax rungs skipped at " + tag + ": the scores need " +
                             lesson::gb_text(score_bytes) + ", the GPU has " + lesson::gb_text(double(free_b)) +

@@ -312,6 +312,8 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     CUDA_CHECK(cudaMalloc(&d_b, bytes));
     CUDA_CHECK(cudaMemset(d_a, 0, bytes));
     CUDA_CHECK(cudaMemset(d_b, 0, bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the copies below go on non-blocking streams, which do not wait for
+                                          // the legacy default stream's memsets (initcheck caught the race)
     cudaStream_t s1, s2;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
