@@ -215,8 +215,8 @@ int main(int argc, char** argv) {
     cli.add_int("decode-n", &decode_n, 1, 1 << 22, "keys of the decode rung (--quick 4096)", 1000);
     cli.add_int("decode-batch", &decode_batch, 1, 4096, "batch of the decode rung", 2);
     cli.add_int("decode-heads", &decode_heads, 1, 4096, "heads of the decode rung", 2);
-    cli.add_int("long", &long_n, 0, 1 << 20, "sequence length of the long run, where rung 4 cannot allocate (0: none; --quick 0)",
-                0);
+    cli.add_int("long", &long_n, 0, 1 << 20,
+                "sequence length of the long run, where rung 4 cannot allocate (0: none; --quick 0)", 0);
     cli.add_int("long-heads", &long_heads, 1, 4096, "batch x heads of the long run", 1);
     cli.parse_or_exit(argc, argv);
     if (opt.quick) {  // small enough for compute-sanitizer: N = 256 x 2 heads, a short decode, no long run
