@@ -38,7 +38,7 @@
 
 // C = A + B over one chunk of matrices, seen as one flat run of floats. A
 // grid-stride loop: one launch of a fixed grid covers a chunk of any size.
-// --work=K makes the kernel heavier without changing C (exercises 4 and 5): it
+// --work=K makes the kernel heavier without changing C (exercises 3 and 4): it
 // repeats s = (s - y) + y, which is exact here (s = x + y is exact for these
 // inputs, so s - y is x again), and which the compiler may not fold away
 // (floating-point additions are not reassociated).
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
     cli.add_int("chunk", &chunk, 1, 1000000, "matrices per chunk (at most --matrices)", 2);
     cli.add_int("n", &n, 1, 8192, "matrix side (n x n floats)");
     cli.add_int("streams", &streams, 1, 16, "pipeline streams (slots); without it: 1, 2, 3, 4 and 8 side by side");
-    cli.add_int("work", &work, 1, 1000000, "adds per element in the kernel: a heavier kernel, same C (exercises 4, 5)");
+    cli.add_int("work", &work, 1, 1000000, "adds per element in the kernel: a heavier kernel, same C (exercises 3, 4)");
     cli.add_output("timeline", &timeline_path, "write an SVG Gantt chart of 1 stream vs the fastest stream count");
     cli.parse_or_exit(argc, argv);
     if (chunk > matrices)
