@@ -1,7 +1,7 @@
 // Lesson 23 of the course (00-23): the full-scale run, the original text's 100,000 random
 // 1024 x 1024 images, generated on the GPU and reduced to a few numbers each.
 // Before: lesson 22 (one host thread per GPU). Next: none, the last lesson.
-// Run: ./build/bin/full_scale [--quick]        (default 5000 images, seconds)
+// Run: ./build/bin/full_scale [--quick]        (default 20000 images, seconds)
 //      ./build/bin/full_scale --images=100000  (the full run; --help lists every flag)
 //
 // cuRAND fills a chunk of images on the GPU (Philox, each image at its own offset of one
