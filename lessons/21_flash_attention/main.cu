@@ -520,7 +520,7 @@ int main(int argc, char** argv) {
                 a.d = d;
                 a.scale = float(1.0 / std::sqrt(double(d)));
                 // Enough blocks to fill the GPU (about 8 per SM), pieces of at least 256 keys.
-                // Exercise 4 of the handout: force a.splits = 1 and time --rung=7 --decode-batch=1 --decode-heads=8
+                // Exercise 3 of the handout: force a.splits = 1 and time --rung=7 --decode-batch=1 --decode-heads=8
                 const int64_t want = (8ll * prop.multiProcessorCount + a.heads - 1) / a.heads;
                 a.splits = int(std::max<int64_t>(1, std::min<int64_t>(want, (N + 255) / 256)));
                 a.keys_per_split = (N + a.splits - 1) / a.splits;

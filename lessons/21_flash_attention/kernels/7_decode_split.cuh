@@ -13,7 +13,7 @@
 //         In a block, a group of D / 8 lanes owns one key at a time (one 16-byte chunk of K and of
 //         V per lane, 4 keys in flight per lane), so the loads are wide and coalesced.
 // Lacks:  nothing much: the K/V bytes are the cost. (Real decoders also read a paged cache and
-//         several query heads per K/V head, grouped-query attention: exercise 3.)
+//         several query heads per K/V head, grouped-query attention; not in this lesson.)
 // Next:   lesson 22.
 // Run:    ./build/bin/flash_attention --rung=7
 #pragma once
