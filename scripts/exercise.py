@@ -398,8 +398,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     # 3. Speed: the graded variants of your build and of the reference, alternating, same run.
     # GRADE "K=variant name" entries name the variant each exercise writes; without them the
     # lesson's key result is graded. Your default-size run above is the first of your runs.
-    graded = sorted({g.split("=", 1)[1] for g in cm["GRADE"]} - {"-"}) or ["key result"]
-    if cm["GRADE"] and all(g.split("=", 1)[1] == "-" for g in cm["GRADE"]):  # GRADE "K=-": nothing to time
+    named = {g.split("=", 1)[1] for g in cm["GRADE"]}
+    if named == {"-"}:  # GRADE "K=-": nothing to time
         rep["grade"] = "ungraded"
         rep["ungraded_why"] = UNGRADED_WHY
         rep["seconds"] = round(time.time() - t0, 1)
@@ -407,6 +407,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
               % (", sanitizers clean" if sanitize else "", UNGRADED_WHY))
         write_report(json_path, rep)
         sys.exit(0)
+    graded = sorted(named - {"-"}) or ["key result"]
     if runs is None:
         runs = 3 if rep["checks"][0]["seconds"] <= 3 else 2
     before = gpu_state()
