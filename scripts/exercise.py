@@ -32,6 +32,7 @@ LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
 Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
 2 bad usage or malformed markers, 77 no GPU (check).
 """
+import concurrent.futures
 import glob
 import hashlib
 import json
@@ -249,11 +250,11 @@ def start(lesson, k, planted, force, out_root):
 # ---- check -------------------------------------------------------------------------------
 
 def lesson_cmake_args(lesson):
-    """AWKWARD and GRADE entries of the lesson's add_lesson(...) call."""
+    """AWKWARD, GRADE, FOCUS and GRADE_SIZE entries of the lesson's add_lesson(...) call."""
     text = open(os.path.join(LESSONS, lesson, "CMakeLists.txt"), encoding="utf-8").read()
     m = re.search(r"add_lesson\((.*?)\)\s*$", text, re.S | re.M)
     tokens = shlex.split(m.group(1), comments=True) if m else []
-    out, key = {"AWKWARD": [], "GRADE": [], "LIBS": [], "BAD_ARGS": []}, None
+    out, key = {"AWKWARD": [], "GRADE": [], "FOCUS": [], "GRADE_SIZE": [], "LIBS": [], "BAD_ARGS": []}, None
     for t in tokens[1:]:
         if t in out:
             key = t
@@ -273,9 +274,9 @@ def gpu_state():
         return {}
 
 
-def run(cmd, log, timeout=900):
+def run(cmd, log, timeout=900, append=False):
     t = time.time()
-    with open(log, "w") as f:
+    with open(log, "a" if append else "w") as f:
         try:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
@@ -290,11 +291,18 @@ def result_line(log):
 
 def build(build_dir, target, extra):
     os.makedirs(build_dir, exist_ok=True)
-    gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")) else []
+    configured = os.path.exists(os.path.join(build_dir, "CMakeCache.txt"))
+    gen = ["-G", "Ninja"] if shutil.which("ninja") and not configured else []
     log = os.path.join(build_dir, "exercise-build.log")
-    rc, _ = run(["cmake", "-S", ROOT, "-B", build_dir] + gen + ["-DCMAKE_BUILD_TYPE=Release"] + extra, log)
+    open(log, "w").close()
+    rc = 0
+    if extra or not configured:
+        # A configured reference folder is not configured again (seconds saved on every check):
+        # cmake --build configures it again by itself when a CMakeLists.txt changed. A learner's
+        # folder always is, so that it points at the learner's copy.
+        rc, _ = run(["cmake", "-S", ROOT, "-B", build_dir] + gen + ["-DCMAKE_BUILD_TYPE=Release"] + extra, log)
     if rc == 0:
-        rc, _ = run(["cmake", "--build", build_dir, "--target", target, "gpu_check", "--parallel"], log)
+        rc, _ = run(["cmake", "--build", build_dir, "--target", target, "gpu_check", "--parallel"], log, append=True)
     if rc != 0:
         print(open(log, errors="replace").read()[-4000:])
     return rc == 0
@@ -355,34 +363,48 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     os.makedirs(logs, exist_ok=True)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
-    # 1. Correctness: the lesson's own verification, at the default size and the awkward ones.
-    sizes = [[]] + [shlex.split(a) for a in cm["AWKWARD"]]
-    ok = True
-    for i, args in enumerate(sizes):
-        log = os.path.join(logs, "size%d.log" % i)
-        rc, secs = run([mine_exe] + args + ["--repeat=1"] if args else [mine_exe, "--json=" + os.path.join(logs, "default.json")], log)
-        line = result_line(log)
-        passed = rc == 0
-        ok &= passed
-        label = " ".join(args) if args else "default size"
-        rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
-        print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", line if not passed else "%.1f s" % secs))
-        if rc == 77:
-            print("exercise: SKIP: the lesson found no GPU")
-            sys.exit(77)
-
-    # 2. Sanitizers at --quick size.
+    # 1. Correctness: the lesson's own verification, at the default size (alone: it is also your
+    #    first timed run, unless the lesson has a FOCUS) and then at the awkward sizes, while
+    # 2. compute-sanitizer memcheck and racecheck run at --quick size (restricted to the lesson's
+    #    FOCUS, the part the exercises change). Nothing of steps 1-2 past the first run is timed,
+    #    so they share the GPU: four programs at once.
+    focus = shlex.split(" ".join(cm["FOCUS"]))
+    timed_args = shlex.split(" ".join(cm["GRADE_SIZE"])) + focus  # the timed runs' size and focus
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
+    for i, a in enumerate(cm["AWKWARD"], 1):
+        jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
     if sanitize:
         for tool in ("memcheck", "racecheck"):
-            log = os.path.join(logs, tool + ".log")
-            rc, _ = run([san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe, "--quick", "--repeat=1"], log)
+            jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
+                                "--quick", "--repeat=1"] + focus, tool))
+    done = {}
+    done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
+    if done["size0"][0] == 77:
+        print("exercise: SKIP: the lesson found no GPU")
+        sys.exit(77)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs[1:]}
+        for tag, f in futures.items():
+            done[tag] = f.result()
+    ok = True
+    for tag, cmd, label in jobs:
+        rc, secs = done[tag]
+        log = os.path.join(logs, tag + ".log")
+        if tag.startswith("size"):
+            line = result_line(log)
+            passed = rc == 0
+            ok &= passed
+            rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
+            print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", line if not passed else "%.1f s" % secs))
+        else:
             text = open(log, errors="replace").read()
             m = re.search(r"(ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)", text)
             clean = rc == 0 and m is not None and (m.group(2) or m.group(3)) == "0"
             ok &= clean
-            rep["sanitizers"].append({"tool": tool, "clean": clean, "exit": rc, "summary": m.group(0) if m else "none"})
-            print("  compute-sanitizer %-10s %s" % (tool + ":", "clean" if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
+            rep["sanitizers"].append({"tool": tag, "clean": clean, "exit": rc, "summary": m.group(0) if m else "none",
+                                      "args": " ".join(["--quick"] + focus), "seconds": round(secs, 1)})
+            print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
 
     rep["result"] = "PASS" if ok else "FAIL"
     if ok and not speed:
@@ -408,11 +430,10 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         write_report(json_path, rep)
         sys.exit(0)
     graded = sorted(named - {"-"}) or ["key result"]
-    if runs is None:
-        runs = 3 if rep["checks"][0]["seconds"] <= 3 else 2
     before = gpu_state()
-    rates = {"mine": {}, "ref": {}}
-    bound_fraction = {}
+    rates = {"mine": {}, "ref": {}}    # the variant's rate in each run
+    scores = {"mine": {}, "ref": {}}   # what is graded: the rate as a fraction of the bound or yardstick
+    bound_fraction = {}                # measured in the same run, or the rate where the lesson has none
     inverted = set()  # variants whose "rate" is a time: the grade compares reference / learner
 
     def take(who, js):
@@ -426,37 +447,59 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             if v is None or v.get("rate") is None:
                 die("the lesson's JSON has no rate for '%s' (GRADE in lessons/%s/CMakeLists.txt)" % (name, lesson))
             rates[who].setdefault(name, []).append(v["rate"])
+            # A machine that is slower in one run (a busy host, a shared link, a lower clock) is
+            # slower for its bound as well: the fraction of the bound measured in the same run
+            # cancels that, the raw rate does not.
+            f = v.get("fraction")
+            scores[who].setdefault(name, []).append(f if isinstance(f, (int, float)) and f > 0 else v["rate"])
             if lower_is_better(v.get("unit")):
                 inverted.add(name)
             if who == "mine" and v.get("fraction") is not None:
                 bound_fraction.setdefault(name, []).append(v["fraction"])
 
-    take("mine", os.path.join(logs, "default.json"))
+    def timed(who, path, tag):
+        js = os.path.join(logs, "speed-%s.json" % tag)
+        rc, secs = run([path, "--json=" + js] + timed_args, os.path.join(logs, "speed-%s.log" % tag))
+        if rc != 0:
+            die("the %s run for timing failed (exit %d; logs in %s)" % ("reference" if who == "ref" else "your", rc, logs), 1)
+        take(who, js)
+        return secs
+
+    # 3. Speed: the graded variants of your build and of the reference, alternating, one at a time.
+    #    The lesson's FOCUS flags (a --rung, a --mode) leave out what the exercises do not touch,
+    #    its GRADE_SIZE makes a long run shorter; without either, your default-size run above is
+    #    your first timed run.
+    if timed_args:
+        first = timed("ref", ref_exe, "ref-0")
+    else:
+        take("mine", os.path.join(logs, "default.json"))
+        first = rep["checks"][0]["seconds"]
+    if runs is None:
+        runs = 3 if first <= 3 else 2
     for r in range(runs):
         for who, path in (("ref", ref_exe), ("mine", mine_exe)):
-            if who == "mine" and r == 0:
-                continue  # the correctness run
-            js = os.path.join(logs, "speed-%s-%d.json" % (who, r))
-            rc, _ = run([path, "--json=" + js], os.path.join(logs, "speed-%s-%d.log" % (who, r)))
-            if rc != 0:
-                die("the %s run for timing failed (exit %d; logs in %s)" % ("reference" if who == "ref" else "your", rc, logs), 1)
-            take(who, js)
+            if (who == "ref" and timed_args and r == 0) or (who == "mine" and not timed_args and r == 0):
+                continue  # taken above
+            timed(who, path, "%s-%d" % (who, r))
     after = gpu_state()
-    rep["measurement"] = {"before": before, "after": after, "runs": runs,
-                          "how": "each run is the lesson at its default size (median of its --repeat samples); "
-                                 "reference and learner alternate; the grade compares medians over the runs"}
+    rep["measurement"] = {"before": before, "after": after, "runs": runs, "args": " ".join(timed_args),
+                          "how": "each run is the lesson at its default size (median of its --repeat samples)%s; "
+                                 "reference and learner alternate; the grade compares medians over the runs of "
+                                 "the rate as a fraction of the bound or yardstick measured in the same run"
+                                 % (", with " + " ".join(timed_args) if timed_args else "")}
     refusals = []
     if before.get("sm_clock_mhz") and after.get("sm_clock_mhz") and \
             after["sm_clock_mhz"] < (1 - MAX_CLOCK_DROP) * before["sm_clock_mhz"] and before["sm_clock_mhz"] > 0.5 * before.get("max_sm_clock_mhz", 0):
         refusals.append("the SM clock dropped from %.0f to %.0f MHz during the runs (throttling)" % (before["sm_clock_mhz"], after["sm_clock_mhz"]))
     grades = []
     for name in rates["mine"]:
-        mine, ref = rates["mine"][name], rates["ref"][name]
+        mine, ref = scores["mine"][name], scores["ref"][name]
         spread = max((max(x) - min(x)) / statistics.median(x) if statistics.median(x) else 0 for x in (mine, ref))
         ratio = statistics.median(mine) / statistics.median(ref)
         if name in inverted:  # a time: half the reference's time is twice as fast
             ratio = 1.0 / ratio
-        entry = {"variant": name, "rate": statistics.median(mine), "reference_rate": statistics.median(ref),
+        entry = {"variant": name, "rate": statistics.median(rates["mine"][name]),
+                 "reference_rate": statistics.median(rates["ref"][name]),
                  "of_reference": ratio, "spread": spread,
                  "of_bound": statistics.median(bound_fraction[name]) if bound_fraction.get(name) else None}
         if runs > 1 and spread > MAX_SPREAD:
@@ -472,7 +515,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         rep["grade"] = grade_band(worst)
         for g in grades:
             print("  speed, %-40s %10.4g vs reference %10.4g: %.2fx%s" % (g["variant"][:40], g["rate"], g["reference_rate"], g["of_reference"],
-                  ", %.1f%% of its bound" % (100 * g["of_bound"]) if g["of_bound"] is not None else ""))
+                  ", %.1f%% of the run's bound or yardstick" % (100 * g["of_bound"]) if g["of_bound"] is not None else ""))
         print("  grade bands (of the reference, same run): " + ", ".join("%s >= %.2f" % b for b in BANDS[:-1]) + ", D below")
         print("exercise: PASS, grade %s (%.2fx the reference solution; %d run(s) each, spread %.1f%%; GPU %s, SM clock %s -> %s MHz, %s -> %s C)"
               % (rep["grade"], worst, runs, 100 * max(g["spread"] for g in grades), before.get("gpu", "?"),
