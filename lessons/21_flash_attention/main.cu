@@ -11,6 +11,9 @@
 //   5    fused, scalar: one block per query tile, the online softmax over K/V tiles (FlashAttention).
 //   6    fused on tensor cores: mma.sync + ldmatrix + cp.async, 16 query rows per warp (FA2).
 //   7    decode: one query row per head against N keys, split over the keys: memory-bound.
+//   8    fused on Hopper (sm_90a): wgmma (P from registers), K/V by TMA through an mbarrier ring.
+//   9    rung 8 warp-specialized (a TMA producer warpgroup, setmaxnreg), the softmax overlapped with
+//        the next tile's wgmma, and the two consumer warpgroups taking turns (FlashAttention-3).
 // Every rung is checked against a double-precision CPU reference at small N (every element,
 // causal and not, N a multiple of no tile); at the timed sizes the fused rungs are checked element
 // by element against rung 4 and all of them on sampled rows against the CPU. The yardsticks are
@@ -44,6 +47,8 @@
 #include "kernels/5_fused_scalar.cuh"
 #include "kernels/6_fused_mma.cuh"
 #include "kernels/7_decode_split.cuh"
+#include "kernels/8_fused_wgmma.cuh"
+#include "kernels/9_fused_warp_specialized.cuh"
 
 // Random inputs, a pure function of (seed, index) (verify/attention.h): the GPU fills its tensors and
 // the host regenerates exactly the same values for whatever it checks. Q is drawn 4x wider than K
@@ -100,16 +105,18 @@ struct Rung {
     void (*softmax)(const Softmax&);
     void (*attention)(const Attention&);
     void (*decode)(const Decode&);
-    bool tensor_cores;  // needs an sm_80+ image (mma.sync)
+    int needs;  // 0: any image; 80: an sm_80+ image (mma.sync); 90: the sm_90a image (wgmma, TMA)
 };
 static const Rung kLadder[] = {
-    {"1 softmax, 3 passes, warp/row", Kind::Softmax, rung1::launch, nullptr, nullptr, false},
-    {"2 softmax, online, warp/row", Kind::Softmax, rung2::launch, nullptr, nullptr, false},
-    {"3 softmax, online, block/row in regs", Kind::Softmax, rung3::launch, nullptr, nullptr, false},
-    {"4 standard: cuBLAS+softmax+cuBLAS", Kind::Attention, nullptr, standard_attention, nullptr, false},
-    {"5 fused, scalar, online softmax", Kind::Attention, nullptr, rung5::launch, nullptr, false},
-    {"6 fused, mma.sync (FA2 split)", Kind::Attention, nullptr, rung6::launch, nullptr, true},
-    {"7 decode, split-K", Kind::Decode, nullptr, nullptr, rung7::launch, false},
+    {"1 softmax, 3 passes, warp/row", Kind::Softmax, rung1::launch, nullptr, nullptr, 0},
+    {"2 softmax, online, warp/row", Kind::Softmax, rung2::launch, nullptr, nullptr, 0},
+    {"3 softmax, online, block/row in regs", Kind::Softmax, rung3::launch, nullptr, nullptr, 0},
+    {"4 standard: cuBLAS+softmax+cuBLAS", Kind::Attention, nullptr, standard_attention, nullptr, 0},
+    {"5 fused, scalar, online softmax", Kind::Attention, nullptr, rung5::launch, nullptr, 0},
+    {"6 fused, mma.sync (FA2 split)", Kind::Attention, nullptr, rung6::launch, nullptr, 80},
+    {"7 decode, split-K", Kind::Decode, nullptr, nullptr, rung7::launch, 0},
+    {"8 fused, wgmma + TMA", Kind::Attention, nullptr, rung8::launch, nullptr, 90},
+    {"9 fused, wgmma, warp-specialized", Kind::Attention, nullptr, rung9::launch, nullptr, 90},
 };
 constexpr int kRungs = int(std::size(kLadder));
 constexpr int kStandard = 3;  // index of rung 4
@@ -202,9 +209,10 @@ int main(int argc, char** argv) {
     int64_t long_n = 131072, long_heads = 4;
     bool causal = false;
     std::string n_list = "2048,8192";
-    lesson::Cli cli("flash_attention",
-                    "attention forward O = softmax(Q K^T / sqrt(d)) V in bf16: a softmax ladder, the standard "
-                    "cuBLAS attention, fused kernels (scalar, mma.sync FlashAttention-2) and split-K decode.");
+    lesson::Cli cli(
+        "flash_attention",
+        "attention forward O = softmax(Q K^T / sqrt(d)) V in bf16: a softmax ladder, the standard "
+        "cuBLAS attention, fused kernels (scalar, mma.sync FlashAttention-2, wgmma on Hopper) and split-K decode.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("batch", &batch, 1, 4096, "batch of the timed attention (heads x batch independent problems)", 1);
     cli.add_int("heads", &heads, 1, 4096, "heads of the timed attention", 2);
@@ -272,11 +280,15 @@ int main(int argc, char** argv) {
     // Which image did the driver load? (lesson 20's probe: __CUDA_ARCH__ of the image.)
     const LoadedImage image = probe_loaded_image();  // kernels/common.cuh: sm90aProbe, run once
     std::vector<int> ladder;                         // chosen rungs this build and GPU can run
+    const std::string this_image = "this image is sm_" + std::to_string(image.arch / 10) + (image.sm90a ? "a" : "");
     for (int i = 0; i < kRungs; ++i) {
         if (!chosen(i)) continue;
-        if (kLadder[i].tensor_cores && image.arch < 800) {
-            const std::string why =
-                "needs bf16 mma.sync (an sm_80 or newer image), this image is sm_" + std::to_string(image.arch / 10);
+        std::string why;
+        if (kLadder[i].needs == 80 && image.arch < 800)
+            why = "needs bf16 mma.sync (an sm_80 or newer image), " + this_image;
+        if (kLadder[i].needs == 90 && !image.sm90a)
+            why = "needs wgmma and TMA (an sm_90a image: a Hopper GPU, built for 90), " + this_image;
+        if (!why.empty()) {
             std::printf("rung %s: SKIP (%s)\n", kLadder[i].name, why.c_str());
             report.note(std::string("skipped '") + kLadder[i].name + "': " + why);
         } else {

@@ -22,7 +22,8 @@
 // Lacks:  mma.sync is a warp instruction: on Hopper it reaches about half of the tensor cores'
 //         rate (lesson 20); operands go through registers (ldmatrix), and the softmax's exp2 and
 //         max run on the same warps between the MMAs, so the tensor cores wait for them.
-// Next:   rung 7, decode: one query row against many keys, memory-bound.
+// Next:   rung 7, decode: one query row against many keys, memory-bound; then rung 8, this kernel
+//         on Hopper's wgmma and TMA (diff kernels/6_fused_mma.cuh kernels/8_fused_wgmma.cuh).
 // Run:    ./build/bin/flash_attention --rung=6
 #pragma once
 #include "attention.cuh"

@@ -14,7 +14,7 @@
 //         V per lane, 4 keys in flight per lane), so the loads are wide and coalesced.
 // Lacks:  nothing much: the K/V bytes are the cost. (Real decoders also read a paged cache and
 //         several query heads per K/V head, grouped-query attention; not in this lesson.)
-// Next:   lesson 22.
+// Next:   rung 8, back to N queries: rung 6 on Hopper's wgmma, fed by TMA.
 // Run:    ./build/bin/flash_attention --rung=7
 #pragma once
 #include "attention.cuh"

@@ -3,7 +3,8 @@
 // Every rung (kernels/N_name.cuh) is self-contained, so that `diff` of two neighbours shows one
 // idea. Here only the problems a launcher gets (Softmax, Attention, Decode), two warp reductions
 // and a bf16 pair packer. The tensor-core instructions (ldmatrix, mma.sync, cp.async) are lesson
-// 20's thin PTX wrappers, included from its kernels/common.cuh, not copied.
+// 20's thin PTX wrappers, included from its kernels/common.cuh, not copied; the few Hopper forms
+// that rungs 8 and 9 add (3D TMA, wgmma with K-major B or A in registers) are in hopper.cuh.
 // Layout everywhere: Q, K, V, O are [heads][N][d] row-major bf16 (heads = batch x heads).
 // Run the ladder: ./build/bin/flash_attention (or --rung=N); README.md explains every line.
 #pragma once
