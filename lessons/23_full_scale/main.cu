@@ -80,7 +80,7 @@ struct Gpu {
     std::vector<float*> d_images;     // chunk x side^2 floats
     std::vector<double*> d_partials;  // chunk x blocks per image x kStatFields
     std::vector<double*> d_stats;     // chunk x kStatFields: what comes back
-    double last_ms = 0;               // its part of the last pass (host clock)
+    double last_ms = 0;               // when it finished the last pass (ms on the pass's host clock)
 };
 
 struct Setup {
@@ -119,15 +119,19 @@ static void free_gpu(Gpu& g) {
     }
 }
 
-// Generate chunk images [first, first + count) into d_img and reduce them to d_stats, on stream s.
-static void issue_chunk(Gpu& g, const Setup& s, size_t i, uint64_t first, uint64_t count) {
-    const cudaStream_t st = g.streams[i];
+// Generate chunk images [first, first + count) into stream i's image buffer, on stream i.
+static void generate_chunk(Gpu& g, const Setup& s, size_t i, uint64_t first, uint64_t count) {
     // Image k starts at value k * side^2 of the generator's one sequence: the offset counts
     // 32-bit values, so these numbers do not depend on how the images are cut into chunks.
     // Exercise 4 of the handout: draw the numbers inside the kernel (cuRAND device API) so no image goes to DRAM
     CURAND_CHECK(curandSetGeneratorOffset(g.gens[i], first * s.px));
-    CURAND_CHECK(curandGenerateUniform(g.gens[i], g.d_images[i], count * s.px));  // (0, 1], on stream st
-    const dim3 grid(s.grid.x, s.grid.y, unsigned(count));                         // count <= --chunk <= 65535
+    CURAND_CHECK(curandGenerateUniform(g.gens[i], g.d_images[i], count * s.px));  // (0, 1], on stream i
+}
+
+// Reduce the first `count` images of stream i's buffer to their statistics (d_stats), on stream i.
+static void process_chunk(Gpu& g, const Setup& s, size_t i, uint64_t count) {
+    const cudaStream_t st = g.streams[i];
+    const dim3 grid(s.grid.x, s.grid.y, unsigned(count));  // count <= --chunk <= 65535
     blur3x3Stats<<<grid, dim3(kColsX, kRowsY), 0, st>>>(g.d_images[i], g.d_partials[i], int(s.side));
     CUDA_CHECK_LAUNCH();
     finishImageStats<<<unsigned(count), kFinishThreads, 0, st>>>(g.d_partials[i], g.d_stats[i], s.per_image);
@@ -144,47 +148,55 @@ static void CUDART_CB count_done(void* p) {
     c->done->fetch_add(c->images);
 }
 
-// One GPU's share of a pass, run by its own host thread: images [first, first + count) in
-// chunks, chunk k on stream k % streams (the stream's buffers are free again once its previous
-// chunk's copy-out has run: a stream runs its work in order). Results land in h_stats.
+// One GPU's share of a pass, on its own host thread (its device set): images [first, first +
+// count) in chunks, chunk k on stream k % streams (the stream's buffers are free again once its
+// previous chunk's copy-out has run: a stream runs its work in order). Results land in h_stats.
+// With `done`, a host function after each chunk adds its images to *done (the progress line).
 static void run_range(Gpu& g, const Setup& s, uint64_t first, uint64_t count, double* h_stats,
                       std::atomic<uint64_t>* done) {
-    lesson::HostTimer t;
-    CUDA_CHECK(cudaSetDevice(g.device));  // the current device is per host thread
     const lesson::ChunkPlan plan = lesson::plan_chunks(count, uint64_t(s.chunk));
-    std::vector<ChunkDone> records(plan.count, ChunkDone{done, 0});
+    std::vector<ChunkDone> records(done ? plan.count : 0, ChunkDone{done, 0});
     for (uint64_t k = 0; k < plan.count; ++k) {
         const lesson::Chunk c = plan.at(k);
         const size_t i = k % g.streams.size();
-        issue_chunk(g, s, i, first + c.first, c.count);
+        generate_chunk(g, s, i, first + c.first, c.count);
+        process_chunk(g, s, i, c.count);
         CUDA_CHECK(cudaMemcpyAsync(h_stats + (first + c.first) * kStatFields, g.d_stats[i],
                                    c.count * kStatFields * sizeof(double), cudaMemcpyDeviceToHost, g.streams[i]));
-        records[k].images = c.count;
-        CUDA_CHECK(cudaLaunchHostFunc(g.streams[i], count_done, &records[k]));
+        if (done) {
+            records[k].images = c.count;
+            CUDA_CHECK(cudaLaunchHostFunc(g.streams[i], count_done, &records[k]));
+        }
     }
     CUDA_CHECK(cudaDeviceSynchronize());  // every chunk done (and every host function: records may go)
-    g.last_ms = t.ms();
 }
 
-// One pass over all images on `use` GPUs: contiguous ranges, one host thread each. Returns the
-// wall time (host clock, thread start to the last GPU's synchronize, read by the thread that
-// synchronized, not by this one, which only wakes every 20 ms). Prints a progress line every 2 s
-// once a pass has run for 2 s.
-static double run_pass(std::vector<Gpu>& gpus, size_t use, const Setup& s, uint64_t images, double* h_stats) {
+// One pass over all images on `use` GPUs: contiguous ranges, one host thread each. The clock
+// starts when every thread has set its device, so no thread's start-up is inside the pass;
+// gpus[g].last_ms is when GPU g finished, the pass the last of them. `progress`: host functions
+// count the finished images and this thread prints a line every 2 s (the verified pass); a
+// timed pass is GPU work alone.
+static double run_pass(std::vector<Gpu>& gpus, size_t use, const Setup& s, uint64_t images, double* h_stats,
+                       bool progress) {
     std::atomic<uint64_t> done{0};
-    std::atomic<size_t> finished{0};
+    std::atomic<size_t> ready{0};
+    std::atomic<bool> go{false};
     lesson::HostTimer wall;
     std::vector<std::thread> threads;
-    std::vector<double> end_ms(use, 0.0);
     for (size_t g = 0; g < use; ++g) {
-        const uint64_t first = images * g / use, last = images * (g + 1) / use;
-        threads.emplace_back([&, g, first, last] {
-            run_range(gpus[g], s, first, last - first, h_stats, &done);
-            end_ms[g] = wall.ms();
-            ++finished;
+        threads.emplace_back([&, g] {
+            CUDA_CHECK(cudaSetDevice(gpus[g].device));  // the current device is per host thread
+            ++ready;
+            while (!go.load()) std::this_thread::yield();  // every GPU starts on the same clock
+            const uint64_t first = images * g / use, last = images * (g + 1) / use;
+            run_range(gpus[g], s, first, last - first, h_stats, progress ? &done : nullptr);
+            gpus[g].last_ms = wall.ms();
         });
     }
-    for (double next = 2000; finished.load() < use;) {
+    while (ready.load() < use) std::this_thread::yield();
+    wall.reset();
+    go = true;
+    for (double next = 2000; progress && done.load() < images;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         if (wall.ms() >= next) {
             const uint64_t d = done.load();
@@ -195,7 +207,9 @@ static double run_pass(std::vector<Gpu>& gpus, size_t use, const Setup& s, uint6
         }
     }
     for (std::thread& th : threads) th.join();
-    return *std::max_element(end_ms.begin(), end_ms.end());
+    double end = 0;
+    for (size_t g = 0; g < use; ++g) end = std::max(end, gpus[g].last_ms);
+    return end;
 }
 
 int main(int argc, char** argv) {
@@ -289,62 +303,50 @@ int main(int argc, char** argv) {
     // 1. The verified pass on every GPU (also the warm-up). Poisoned first (0xFF bytes are NaN):
     //    an image whose result never arrives fails its check.
     std::memset(h_stats, 0xFF, N * kStatFields * sizeof(double));
-    const double first_ms = run_pass(gpu, G, s, N, h_stats);
+    const double first_ms = run_pass(gpu, G, s, N, h_stats, /*progress=*/true);
 
-    // 2. Timed passes: all GPUs, then (with more than one) the first GPU alone. Every pass must
-    //    give the verified pass's bits: the kernels add in a fixed order, and image i's numbers
-    //    do not depend on the chunk or the GPU that made them.
+    // 2. Timed passes. With several GPUs in turns: all GPUs, then the first GPU alone, so that both
+    //    medians see the same clocks and temperatures. Every pass must give the verified pass's
+    //    bits: the kernels add in a fixed order, and image i's numbers do not depend on the chunk
+    //    or the GPU that made them.
     const int passes = int(std::min<int64_t>(opt.repeat, 5));
-    auto timed = [&](size_t use, const std::string& what, std::vector<double>* per_gpu) {
-        std::vector<double> ms;
-        for (int r = 0; r < passes; ++r) {
+    const std::vector<size_t> uses = G > 1 ? std::vector<size_t>{size_t(G), 1} : std::vector<size_t>{1};
+    std::vector<std::vector<double>> pass_ms(uses.size()), gpu_ms(G);  // gpu_ms: each GPU's end, all-GPU passes
+    std::vector<lesson::Check> same(uses.size());
+    for (int r = 0; r < passes; ++r) {
+        for (size_t u = 0; u < uses.size(); ++u) {
             std::memset(h_again, 0xFF, N * kStatFields * sizeof(double));
-            ms.push_back(run_pass(gpu, use, s, N, h_again));
-            if (per_gpu)
-                for (size_t g = 0; g < use; ++g) (*per_gpu)[g] = gpu[g].last_ms;
+            pass_ms[u].push_back(run_pass(gpu, uses[u], s, N, h_again, /*progress=*/false));
+            for (int g = 0; u == 0 && g < G; ++g) gpu_ms[g].push_back(gpu[g].last_ms);
+            const std::string who =
+                u == 0 ? std::to_string(G) + " GPU(s)" : "GPU " + std::to_string(opt.device) + " alone";
+            const lesson::Check c =
+                verify::check_same_bits(h_again, h_stats, N * kStatFields,
+                                        "timed passes on " + who + ": the verified pass's bits, every image");
+            if (r == 0 || !c.pass) same[u] = c;  // the first pass, or one that differs
         }
-        report.check(verify::check_same_bits(h_again, h_stats, N * kStatFields,
-                                             what + ": the verified pass's bits, every image"));
-        return lesson::median(ms);
-    };
-    std::vector<double> per_gpu_ms(G);
-    const double all_ms = timed(G, "timed pass on " + std::to_string(G) + " GPU(s)", &per_gpu_ms);
-    const double one_ms =
-        G > 1 ? timed(1, "timed pass on GPU " + std::to_string(opt.device) + " alone", nullptr) : all_ms;
+    }
+    for (const lesson::Check& c : same) report.check(c);
+    const double all_ms = lesson::median(pass_ms[0]), one_ms = lesson::median(pass_ms.back());
 
     // 3. Each stage alone on one full chunk (GPU --device, stream 0): cuRAND's generate, then the
     //    fused blur + statistics on what it wrote.
     Gpu& g0 = gpu[0];
     const uint64_t c0 = std::min<uint64_t>(uint64_t(chunk), N);
     const double gen_ms = lesson::time_median_ms(
-        int(opt.repeat),
-        [&] {
-            CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], 0));
-            CURAND_CHECK(curandGenerateUniform(g0.gens[0], g0.d_images[0], c0 * px));
-        },
-        g0.streams[0]);
+        int(opt.repeat), [&] { generate_chunk(g0, s, 0, 0, c0); }, g0.streams[0]);
     const double proc_ms = lesson::time_median_ms(
-        int(opt.repeat),
-        [&] {
-            blur3x3Stats<<<dim3(s.grid.x, s.grid.y, unsigned(c0)), dim3(kColsX, kRowsY), 0, g0.streams[0]>>>(
-                g0.d_images[0], g0.d_partials[0], int(side));
-            CUDA_CHECK_LAUNCH();
-            finishImageStats<<<unsigned(c0), kFinishThreads, 0, g0.streams[0]>>>(g0.d_partials[0], g0.d_stats[0],
-                                                                                 s.per_image);
-            CUDA_CHECK_LAUNCH();
-        },
-        g0.streams[0]);
+        int(opt.repeat), [&] { process_chunk(g0, s, 0, c0); }, g0.streams[0]);
 
     // 4. The generator's promise, checked. The last kGenTest images (the largest offsets) made by
     //    one generate call, then one call per image in reverse order: the same bits. Then the
     //    host generator (same seed, offset, ordering) must give those bits too.
     const uint64_t t0 = N - uint64_t(kGenTest), tn = uint64_t(kGenTest) * px;
-    float *d_one = nullptr, *d_each = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_one, tn * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_each, tn * sizeof(float)));
+    float* d_one = nullptr;  // tn floats from one call, then tn from one call per image
+    CUDA_CHECK(cudaMalloc(&d_one, 2 * tn * sizeof(float)));
+    float* d_each = d_one + tn;
     // Poisoned on the generator's stream: a non-blocking stream does not wait for the legacy default stream.
-    CUDA_CHECK(cudaMemsetAsync(d_one, 0xFF, tn * sizeof(float), g0.streams[0]));
-    CUDA_CHECK(cudaMemsetAsync(d_each, 0xFF, tn * sizeof(float), g0.streams[0]));
+    CUDA_CHECK(cudaMemsetAsync(d_one, 0xFF, 2 * tn * sizeof(float), g0.streams[0]));
     CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], t0 * px));
     CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_one, tn));
     for (int i = kGenTest - 1; i >= 0; --i) {
@@ -356,7 +358,6 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemcpyAsync(h_each.data(), d_each, tn * sizeof(float), cudaMemcpyDeviceToHost, g0.streams[0]));
     CUDA_CHECK(cudaStreamSynchronize(g0.streams[0]));
     CUDA_CHECK(cudaFree(d_one));
-    CUDA_CHECK(cudaFree(d_each));
     curandGenerator_t host_gen;
     CURAND_CHECK(curandCreateGeneratorHost(&host_gen, CURAND_RNG_PSEUDO_PHILOX4_32_10));  // runs on the CPU
     setup_generator(host_gen, uint64_t(opt.seed));
@@ -365,8 +366,7 @@ int main(int argc, char** argv) {
     const std::string last = "images " + std::to_string(t0) + ".." + std::to_string(N - 1);
     report.check(verify::check_same_bits(h_each.data(), h_one.data(), tn,
                                          "GPU generator, " + last +
-                                             ": one call per image "
-                                             "(reverse order) = one call for all, every pixel"));
+                                             ": one call per image (reverse order) = one call for all, every pixel"));
     report.check(verify::check_same_bits(h_host.data(), h_one.data(), tn,
                                          "host generator = GPU generator, " + last + ", every pixel"));
 
@@ -421,7 +421,7 @@ int main(int argc, char** argv) {
     lesson::add_bound(report, dram, int(opt.device));
     report.yardstick("D2D cudaMemcpy, GPU " + std::to_string(opt.device) + " (read + write)", d2d[0], "GB/s");
     if (G > 1) report.yardstick("D2D cudaMemcpy, sum over " + std::to_string(G) + " GPUs", d2d_all, "GB/s");
-    report.timing("passes: host clock from the threads' start to every GPU's cudaDeviceSynchronize, median of " +
+    report.timing("passes: host clock from every GPU's thread ready to the last cudaDeviceSynchronize, median of " +
                   std::to_string(passes) + " after a verified pass; stages: " + lesson::kTimingMethod);
     report.variant_yardstick("stage: curandGenerateUniform, " + std::to_string(c0) + " images", gen_ms,
                              gbps(chunk_bytes, gen_ms), "GB/s", d2d[0], "D2D copy", in_l2);
@@ -438,13 +438,18 @@ int main(int argc, char** argv) {
     report.metric("wall time of the verified first pass (" + std::to_string(G) + " GPUs, warm-up included)", first_ms,
                   "ms");
     report.metric("wall time of a pass, 1 GPU", one_ms, "ms");
+    for (size_t u = 0; u < uses.size(); ++u)
+        report.metric("slowest / fastest timed pass, " + std::to_string(uses[u]) + " GPU(s)",
+                      *std::max_element(pass_ms[u].begin(), pass_ms[u].end()) /
+                          *std::min_element(pass_ms[u].begin(), pass_ms[u].end()),
+                      "x");
     report.metric("images per second, 1 GPU", 1e3 * double(N) / one_ms, "images/s");
     if (G > 1) {
         report.metric("wall time of a pass, " + std::to_string(G) + " GPUs", all_ms, "ms");
         report.metric("images per second, " + std::to_string(G) + " GPUs", 1e3 * double(N) / all_ms, "images/s");
         for (int g = 0; g < G; ++g)
             report.metric("  GPU " + std::to_string(gpu[g].device) + " in the " + std::to_string(G) + "-GPU pass",
-                          1e3 * double(N * (g + 1) / G - N * g / G) / per_gpu_ms[g], "images/s");
+                          1e3 * double(N * (g + 1) / G - N * g / G) / lesson::median(gpu_ms[g]), "images/s");
         report.metric("scaling: " + std::to_string(G) + " GPUs over 1", one_ms / all_ms, "x");
     }
     report.metric("stages back to back (generate + process), per image", (gen_ms + proc_ms) / double(c0), "ms");

@@ -1,6 +1,6 @@
 // CPU tests of verify/full_scale.h (lesson 23): the per-image reference, the bound that ties the
 // blur's sum to the raw sum, the every-image check and the sample of a chunk. The GPU kernel's
-// float arithmetic is replayed here in the kernel's order (threads of 4 columns x 16 rows), so
+// float arithmetic is replayed here in the kernel's order (threads of 4 columns x 32 rows), so
 // the bound is tested against the very roundings it must cover.
 #include <cmath>
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace {
 
-constexpr int kStrip = 16, kThreadDepth = 2 + kStrip;
+constexpr int kStrip = 32, kThreadDepth = 2 + kStrip;
 
 float taps(float l, float c, float r) { return l + 2.0f * c + r; }
 int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }

@@ -2,9 +2,12 @@
 // statistics. Lesson 07's best blur rung (blur3x3Rows: a thread walks a float4 column strip
 // down the image, three rows of [1 2 1] sums in registers) with lesson 14's reduction fused
 // into it: the blurred pixels are summed, and their minimum and maximum taken, in registers,
-// so the blurred image never goes to DRAM. Per image: each block writes one partial (sum of
-// the raw pixels, sum, min and max of the blurred ones); finishImageStats adds a block's
-// partials per image in a fixed order (lesson 14's "second tiny kernel" finish).
+// so the blurred image never goes to DRAM. Two changes make it read at the DRAM rate: a thread
+// loads kBatch rows at once before it uses any of them (more bytes in flight), and the columns
+// left and right of its float4 come from the neighbouring lanes by shuffles, not from two more
+// loads per row. Per image: each block writes one partial (sum of the raw pixels, sum, min and
+// max of the blurred ones); finishImageStats adds a block's partials per image in a fixed order
+// (lesson 14's "second tiny kernel" finish).
 // Run: ./build/bin/full_scale. See README.md.
 #pragma once
 #include <cuda_runtime.h>
@@ -15,11 +18,14 @@ namespace fullscale {
 
 using verify::kStatFields;
 constexpr int kVec = 4;                 // columns per thread: one float4 (side % 4 == 0)
-constexpr int kStrip = 16;              // output rows per thread
+constexpr int kStrip = 32;              // output rows per thread
+constexpr int kBatch = 8;               // rows loaded at once: 8 float4 loads in flight per thread
 constexpr int kColsX = 64, kRowsY = 4;  // block: 64 column groups x 4 strips = 256 threads
 constexpr int kThreads = kColsX * kRowsY;
 constexpr int kWarps = kThreads / 32;
 constexpr int kFinishThreads = 32;  // one warp per image finishes it
+constexpr unsigned kFullMask = 0xffffffffu;
+static_assert(kStrip % kBatch == 0 && kColsX % 32 == 0, "whole batches per strip, whole warps per block row");
 // Float additions on the longest path inside one thread (verify::sum_relation_bound): a row's
 // four values in a tree of depth 2, then one addition per row of the strip.
 constexpr int kThreadDepth = 2 + kStrip;
@@ -49,10 +55,10 @@ __device__ __forceinline__ void setEmpty(double (&v)[kStatFields]) {
 // with the combination of lanes 0 .. 2 * first - 1).
 __device__ __forceinline__ void warpCombine(double (&v)[kStatFields], int first) {
     for (int off = first; off > 0; off /= 2) {
-        v[verify::kSumRaw] += __shfl_down_sync(0xffffffffu, v[verify::kSumRaw], off);
-        v[verify::kSumBlur] += __shfl_down_sync(0xffffffffu, v[verify::kSumBlur], off);
-        v[verify::kMinBlur] = fmin(v[verify::kMinBlur], __shfl_down_sync(0xffffffffu, v[verify::kMinBlur], off));
-        v[verify::kMaxBlur] = fmax(v[verify::kMaxBlur], __shfl_down_sync(0xffffffffu, v[verify::kMaxBlur], off));
+        v[verify::kSumRaw] += __shfl_down_sync(kFullMask, v[verify::kSumRaw], off);
+        v[verify::kSumBlur] += __shfl_down_sync(kFullMask, v[verify::kSumBlur], off);
+        v[verify::kMinBlur] = fmin(v[verify::kMinBlur], __shfl_down_sync(kFullMask, v[verify::kMinBlur], off));
+        v[verify::kMaxBlur] = fmax(v[verify::kMaxBlur], __shfl_down_sync(kFullMask, v[verify::kMaxBlur], off));
     }
 }
 
@@ -64,39 +70,67 @@ __global__ void __launch_bounds__(kThreads)
     const float* in = images + static_cast<size_t>(blockIdx.z) * side * side;
     const int x = kVec * (blockIdx.x * kColsX + threadIdx.x);  // first of this thread's 4 columns
     const int y0 = (blockIdx.y * kRowsY + threadIdx.y) * kStrip;
+    const int lane = threadIdx.x % 32;  // a warp is 32 neighbouring column groups of one strip
+    const bool inside = x < side;
+    // Columns x - 1 and x + 4 are the neighbouring lanes' (shuffles below), except at the warp's
+    // ends: lane 0 loads column x - 1, lane 31 column x + 4, when they are inside the image.
+    const bool loadsLeft = inside && lane == 0 && x > 0;
+    const bool loadsRight = lane == 31 && x + kVec < side;
+    const bool lastGroup = x + kVec >= side;  // column x + 4 is past the edge: clamp to x + 3
     float sumRaw = 0.0f, sumBlur = 0.0f, lo = INFINITY, hi = -INFINITY;
-    // A thread past the right or bottom edge adds nothing, but it still takes part in the block's
-    // reduction below (its barrier and shuffles need every thread): no early return.
-    if (x < side && y0 < side) {
-        const int xl = max(x - 1, 0), xr = min(x + kVec, side - 1);  // clamp-to-edge across
-        // [1 2 1] across row y (clamped) for the 4 columns; raw = the 4 pixels' sum.
-        auto across = [&](int y, float(&sum)[kVec], float& raw) {
-            const float* row = in + static_cast<size_t>(clampToEdge(y, side)) * side;
-            const float4 q = *reinterpret_cast<const float4*>(row + x);
-            const float c[kVec + 2] = {row[xl], q.x, q.y, q.z, q.w, row[xr]};
-#pragma unroll
-            for (int j = 0; j < kVec; ++j) sum[j] = taps121(c[j], c[j + 1], c[j + 2]);
-            raw = (q.x + q.y) + (q.z + q.w);
-        };
-        float above[kVec], here[kVec], below[kVec], rawAbove, rawHere, rawBelow;
-        across(y0 - 1, above, rawAbove);
-        across(y0, here, rawHere);
+    // Row y (clamped): this thread's float4 and the one column its lane loads for the warp.
+    auto load = [&](int y, float4& q, float& edge) {
+        const float* row = in + static_cast<size_t>(clampToEdge(y, side)) * side;
+        q = inside ? *reinterpret_cast<const float4*>(row + x) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        edge = loadsLeft ? row[x - 1] : (loadsRight ? row[x + kVec] : 0.0f);
+    };
+    // [1 2 1] across a loaded row for the 4 columns; raw = the 4 pixels' sum. Every lane of the
+    // warp calls it (the shuffles need all 32), also lanes past the right edge.
+    auto across = [&](const float4& q, float edge, float(&sum)[kVec], float& raw) {
+        float l = __shfl_up_sync(kFullMask, q.w, 1), r = __shfl_down_sync(kFullMask, q.x, 1);
+        if (lane == 0) l = loadsLeft ? edge : q.x;  // clamp-to-edge at column 0
+        if (lastGroup) r = q.w;
+        else if (lane == 31) r = edge;
+        sum[0] = taps121(l, q.x, q.y), sum[1] = taps121(q.x, q.y, q.z);
+        sum[2] = taps121(q.y, q.z, q.w), sum[3] = taps121(q.z, q.w, r);
+        raw = (q.x + q.y) + (q.z + q.w);
+    };
+    // A strip past the bottom adds nothing (the whole warp: y0 is the same for its 32 lanes), but
+    // its threads still take part in the block's reduction below (its barrier and shuffles need
+    // every thread): no early return.
+    if (y0 < side) {
         const int yEnd = min(y0 + kStrip, side);
-#pragma unroll 4
-        for (int y = y0; y < yEnd; ++y) {
-            sumRaw += rawHere;  // row y's own pixels: every input pixel counted once, by its owner
-            across(y + 1, below, rawBelow);
-            float o[kVec];
+        float above[kVec], here[kVec], rawHere, rawAbove, edge;
+        float4 q;
+        load(y0 - 1, q, edge);
+        across(q, edge, above, rawAbove);
+        load(y0, q, edge);
+        across(q, edge, here, rawHere);
+        for (int yb = y0; yb < yEnd; yb += kBatch) {
+            // The rows below the next kBatch output rows, all loads issued before any is used.
+            float4 rows[kBatch];
+            float edges[kBatch];
 #pragma unroll
-            for (int j = 0; j < kVec; ++j) o[j] = taps121(above[j], here[j], below[j]) * (1.0f / 16.0f);
-            // Exercise 3 of the handout: the unfused version: store o[] (lesson 07) and reduce in a second kernel
-            // Lesson 07 stored o[] here; this kernel only needs their sum, min and max.
-            sumBlur += (o[0] + o[1]) + (o[2] + o[3]);
-            lo = fminf(lo, fminf(fminf(o[0], o[1]), fminf(o[2], o[3])));
-            hi = fmaxf(hi, fmaxf(fmaxf(o[0], o[1]), fmaxf(o[2], o[3])));
+            for (int j = 0; j < kBatch; ++j) load(yb + 1 + j, rows[j], edges[j]);
 #pragma unroll
-            for (int j = 0; j < kVec; ++j) above[j] = here[j], here[j] = below[j];
-            rawHere = rawBelow;
+            for (int j = 0; j < kBatch; ++j) {
+                float below[kVec], rawBelow;
+                across(rows[j], edges[j], below, rawBelow);
+                if (inside && yb + j < yEnd) {
+                    sumRaw += rawHere;  // row y's own pixels: every input pixel counted once, by its owner
+                    float o[kVec];
+#pragma unroll
+                    for (int k = 0; k < kVec; ++k) o[k] = taps121(above[k], here[k], below[k]) * (1.0f / 16.0f);
+                    // Exercise 3 of the handout: the unfused version: store o[] (lesson 07) and reduce in a second kernel
+                    // Lesson 07 stored o[] here; this kernel only needs their sum, min and max.
+                    sumBlur += (o[0] + o[1]) + (o[2] + o[3]);
+                    lo = fminf(lo, fminf(fminf(o[0], o[1]), fminf(o[2], o[3])));
+                    hi = fmaxf(hi, fmaxf(fmaxf(o[0], o[1]), fmaxf(o[2], o[3])));
+                }
+#pragma unroll
+                for (int k = 0; k < kVec; ++k) above[k] = here[k], here[k] = below[k];
+                rawHere = rawBelow;
+            }
         }
     }
     // The block's reduction (lesson 14, rung 5): in double from here on, a warp with
@@ -105,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     v[verify::kSumRaw] = sumRaw, v[verify::kSumBlur] = sumBlur, v[verify::kMinBlur] = lo, v[verify::kMaxBlur] = hi;
     warpCombine(v, 16);
     __shared__ double warpResult[kWarps][kStatFields];
-    const int t = threadIdx.y * kColsX + threadIdx.x, lane = t % 32, warp = t / 32;
+    const int warp = (threadIdx.y * kColsX + threadIdx.x) / 32;
     if (lane == 0) {
 #pragma unroll
         for (int f = 0; f < kStatFields; ++f) warpResult[warp][f] = v[f];
