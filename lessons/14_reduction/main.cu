@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     lesson::HostTimer cpu;
     const verify::SumReference ref = verify::sum_reference(h_in.data(), N);
     const int64_t ref_int = verify::sum_int64(h_ints.data(), N);
-    report.cpu_reference_ms(cpu.ms(), 1);
+    report.cpu_reference_ms(cpu.ms(), verify::host_threads());  // blocks of 2^20 values on all host cores
     report.metric("condition of the float sum: sum |x| / |sum x|", ref.sum_abs / std::fabs(ref.sum), "");
 
     // 1. Occupancy: how many blocks of each kernel can be resident on one SM at once

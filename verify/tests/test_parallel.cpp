@@ -29,6 +29,7 @@
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
+#include "verify/reduction.h"
 #include "verify/transpose.h"
 
 namespace {
@@ -410,6 +411,28 @@ TEST_CASE("parallel: matmul_sum_reference on any thread count equals the plain l
     auto run = [&] { return verify::matmul_sum_reference(A.data(), B.data(), M, N, K); };
     CHECK(same_bits(on_threads(1, run), want));
     for (int t : kManyThreads) CHECK(same_bits(on_threads(t, run), want));
+}
+
+TEST_CASE("parallel: sum_reference and sum_int64 on any thread count, against the one-loop sums", "[parallel][reduction]") {
+    const uint64_t n = 3 * verify::kSumBlock + 12345;  // four blocks, the last one short
+    std::vector<float> x(n);
+    std::vector<int32_t> ints(n);
+    verify::fill_uniform(x.data(), n, 21, -1.0f, 3.0f);
+    verify::fill_int32(ints.data(), n, 22);
+    const verify::SumReference serial = verify::sum_reference_serial(x.data(), n);
+    const verify::SumReference one = on_threads(1, [&] { return verify::sum_reference(x.data(), n); });
+    // Blocks then a sum of the blocks: not the one loop's bits, but as close as two compensated sums get.
+    CHECK(std::fabs(one.sum - serial.sum) <= 4 * verify::kDoubleUnitRoundoff * serial.sum_abs);
+    CHECK(std::fabs(one.sum_abs - serial.sum_abs) <= 4 * verify::kDoubleUnitRoundoff * serial.sum_abs);
+    int64_t want = 0;
+    for (uint64_t i = 0; i < n; ++i) want += ints[i];
+    CHECK(on_threads(1, [&] { return verify::sum_int64(ints.data(), n); }) == want);
+    for (int t : kManyThreads) {
+        const verify::SumReference r = on_threads(t, [&] { return verify::sum_reference(x.data(), n); });
+        CHECK(same_bits(r.sum, one.sum));
+        CHECK(same_bits(r.sum_abs, one.sum_abs));
+        CHECK(on_threads(t, [&] { return verify::sum_int64(ints.data(), n); }) == want);
+    }
 }
 
 TEST_CASE("parallel: FFT references on any thread count", "[parallel][fft]") {
