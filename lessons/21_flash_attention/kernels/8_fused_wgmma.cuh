@@ -159,10 +159,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t p[kBN / 16][4];
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; ++kk) {
-            p[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
-            p[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
-            p[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
-            p[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+            p[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);  // row g,     keys 16kk + 2t, +1
+            p[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);  // row g + 8, same keys
+            p[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);  // row g,     keys 16kk + 8 + 2t, +1
+            p[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);  // row g + 8
         }
 
         // O += P V: kBN/16 k-steps of 16 keys, each 16 key-rows (2 atoms, 2048 bytes) further on.
