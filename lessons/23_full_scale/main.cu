@@ -8,11 +8,11 @@
 // sequence, so image i is the same numbers whatever the chunk size, stream count or GPU
 // count); one fused kernel blurs every image (lesson 07's 3x3 kernel) and reduces it to its
 // raw sum and the sum, min and max of the blur (lesson 14), without writing the blur to DRAM;
-// only those four numbers per image come back over PCIe. Chunks take turns over --streams
-// streams; with several GPUs, one host thread per GPU runs a contiguous range of images
-// (lesson 22). Every image's numbers are checked against bounds; a random sample of whole
-// images per chunk is regenerated on the CPU with cuRAND's host generator and recomputed in
-// double. See README.md.
+// only those four numbers per image come back over PCIe. Each of --streams streams takes a
+// contiguous part of a GPU's images, chunk by chunk; with several GPUs, one host thread per GPU
+// runs a contiguous range of images (lesson 22). Every image's numbers are checked against
+// bounds; a random sample of whole images per chunk is regenerated on the CPU with cuRAND's host
+// generator and recomputed in double. See README.md.
 #include <curand.h>
 
 #include <algorithm>
@@ -36,33 +36,11 @@
 #include "verify/full_scale.h"
 #include "verify/parallel.h"
 
+#include "curand_check.h"  // CURAND_CHECK: cuRAND's status codes, the exit path of CUDA_CHECK
 #include "kernels/blur_stats.cuh"
 
 using namespace fullscale;
 using verify::kStatFields;
-
-// cuRAND returns a status, not a cudaError_t: its own check, same exit path (RESULT: FAIL, exit 1).
-static const char* curand_status_name(curandStatus_t s) {
-    switch (s) {
-        case CURAND_STATUS_VERSION_MISMATCH: return "CURAND_STATUS_VERSION_MISMATCH";
-        case CURAND_STATUS_NOT_INITIALIZED: return "CURAND_STATUS_NOT_INITIALIZED";
-        case CURAND_STATUS_ALLOCATION_FAILED: return "CURAND_STATUS_ALLOCATION_FAILED";
-        case CURAND_STATUS_TYPE_ERROR: return "CURAND_STATUS_TYPE_ERROR";
-        case CURAND_STATUS_OUT_OF_RANGE: return "CURAND_STATUS_OUT_OF_RANGE";
-        case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
-        case CURAND_STATUS_LAUNCH_FAILURE: return "CURAND_STATUS_LAUNCH_FAILURE";
-        case CURAND_STATUS_INITIALIZATION_FAILED: return "CURAND_STATUS_INITIALIZATION_FAILED";
-        case CURAND_STATUS_ARCH_MISMATCH: return "CURAND_STATUS_ARCH_MISMATCH";
-        case CURAND_STATUS_INTERNAL_ERROR: return "CURAND_STATUS_INTERNAL_ERROR";
-        default: return "CURAND_STATUS_<other>";
-    }
-}
-#define CURAND_CHECK(call)                                                                   \
-    do {                                                                                     \
-        curandStatus_t st_ = (call);                                                         \
-        if (st_ != CURAND_STATUS_SUCCESS)                                                    \
-            lesson::fail_call("cuRAND", #call, curand_status_name(st_), __FILE__, __LINE__); \
-    } while (0)
 
 // The one generator setup, device or host: Philox4_32_10, the seed, and the LEGACY ordering,
 // which cuRAND promises never to change between releases (README, "The idea").
@@ -119,12 +97,11 @@ static void free_gpu(Gpu& g) {
     }
 }
 
-// Generate chunk images [first, first + count) into stream i's image buffer, on stream i.
-static void generate_chunk(Gpu& g, const Setup& s, size_t i, uint64_t first, uint64_t count) {
-    // Image k starts at value k * side^2 of the generator's one sequence: the offset counts
-    // 32-bit values, so these numbers do not depend on how the images are cut into chunks.
+// Generate the next `count` images of stream i's generator into its image buffer, on stream i:
+// each call continues the sequence where the last one stopped (curandSetGeneratorOffset says
+// where a stream's images start; see run_range).
+static void generate_chunk(Gpu& g, const Setup& s, size_t i, uint64_t count) {
     // Exercise 4 of the handout: draw the numbers inside the kernel (cuRAND device API) so no image goes to DRAM
-    CURAND_CHECK(curandSetGeneratorOffset(g.gens[i], first * s.px));
     CURAND_CHECK(curandGenerateUniform(g.gens[i], g.d_images[i], count * s.px));  // (0, 1], on stream i
 }
 
@@ -149,23 +126,37 @@ static void CUDART_CB count_done(void* p) {
 }
 
 // One GPU's share of a pass, on its own host thread (its device set): images [first, first +
-// count) in chunks, chunk k on stream k % streams (the stream's buffers are free again once its
-// previous chunk's copy-out has run: a stream runs its work in order). Results land in h_stats.
-// With `done`, a host function after each chunk adds its images to *done (the progress line).
+// count). Stream i takes a contiguous part of them, chunk after chunk (its buffers are free again
+// once its previous chunk's copy-out has run: a stream runs its work in order). Image k starts at
+// value k * side^2 of the generator's one sequence (the offset counts 32-bit values), so a
+// stream's generator is set to its first image once and then continues: the first generate
+// after curandSetGeneratorOffset waits until the whole GPU is idle, the next ones do not.
+// Results land in h_stats. With `done`, a host function after each chunk adds its images to
+// *done (the progress line).
 static void run_range(Gpu& g, const Setup& s, uint64_t first, uint64_t count, double* h_stats,
                       std::atomic<uint64_t>* done) {
-    const lesson::ChunkPlan plan = lesson::plan_chunks(count, uint64_t(s.chunk));
-    std::vector<ChunkDone> records(done ? plan.count : 0, ChunkDone{done, 0});
-    for (uint64_t k = 0; k < plan.count; ++k) {
-        const lesson::Chunk c = plan.at(k);
-        const size_t i = k % g.streams.size();
-        generate_chunk(g, s, i, first + c.first, c.count);
-        process_chunk(g, s, i, c.count);
-        CUDA_CHECK(cudaMemcpyAsync(h_stats + (first + c.first) * kStatFields, g.d_stats[i],
-                                   c.count * kStatFields * sizeof(double), cudaMemcpyDeviceToHost, g.streams[i]));
-        if (done) {
-            records[k].images = c.count;
-            CUDA_CHECK(cudaLaunchHostFunc(g.streams[i], count_done, &records[k]));
+    const size_t S = g.streams.size();
+    std::vector<lesson::ChunkPlan> plans(S);
+    uint64_t rounds = 0, chunks = 0;
+    for (size_t i = 0; i < S; ++i) {
+        plans[i] = lesson::plan_chunks(count * (i + 1) / S - count * i / S, uint64_t(s.chunk));
+        rounds = std::max(rounds, plans[i].count), chunks += plans[i].count;
+    }
+    std::vector<ChunkDone> records(done ? chunks : 0, ChunkDone{done, 0});
+    for (uint64_t k = 0, r = 0; k < rounds; ++k) {  // chunk k of every stream in turn
+        for (size_t i = 0; i < S; ++i) {
+            if (k >= plans[i].count) continue;
+            const lesson::Chunk c = plans[i].at(k);
+            const uint64_t at = first + count * i / S + c.first;  // the chunk's first image
+            if (k == 0) CURAND_CHECK(curandSetGeneratorOffset(g.gens[i], at * s.px));
+            generate_chunk(g, s, i, c.count);
+            process_chunk(g, s, i, c.count);
+            CUDA_CHECK(cudaMemcpyAsync(h_stats + at * kStatFields, g.d_stats[i], c.count * kStatFields * sizeof(double),
+                                       cudaMemcpyDeviceToHost, g.streams[i]));
+            if (done) {
+                records[r].images = c.count;
+                CUDA_CHECK(cudaLaunchHostFunc(g.streams[i], count_done, &records[r++]));
+            }
         }
     }
     CUDA_CHECK(cudaDeviceSynchronize());  // every chunk done (and every host function: records may go)
@@ -224,7 +215,8 @@ int main(int argc, char** argv) {
     cli.add_int("images", &images, 1, 10000000, "images in the data set", 6);
     cli.add_int("side", &side, 4, 16384, "image side in pixels (a multiple of 4)", 256);
     cli.add_int("chunk", &chunk, 1, 65535, "images per chunk (one generate + one launch; gridDim.z)", 4);
-    cli.add_int("streams", &nstreams, 1, 8, "streams per GPU, each with its own generator and chunk buffers");
+    cli.add_int("streams", &nstreams, 1, 8,
+                "streams per GPU, each with its own generator, chunk buffers and part of the images");
     cli.add_int("gpus", &gpus, 0, 64, "GPUs to use from --device on (0 = all)");
     cli.add_int("sample", &sample, 1, 64, "images per chunk recomputed on the CPU", 2);
     cli.parse_or_exit(argc, argv);
@@ -333,26 +325,28 @@ int main(int argc, char** argv) {
     //    fused blur + statistics on what it wrote.
     Gpu& g0 = gpu[0];
     const uint64_t c0 = std::min<uint64_t>(uint64_t(chunk), N);
+    CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], 0));  // once: each generate continues the sequence
     const double gen_ms = lesson::time_median_ms(
-        int(opt.repeat), [&] { generate_chunk(g0, s, 0, 0, c0); }, g0.streams[0]);
+        int(opt.repeat), [&] { generate_chunk(g0, s, 0, c0); }, g0.streams[0]);
     const double proc_ms = lesson::time_median_ms(
         int(opt.repeat), [&] { process_chunk(g0, s, 0, c0); }, g0.streams[0]);
 
     // 4. The generator's promise, checked. The last kGenTest images (the largest offsets) made by
-    //    one generate call, then one call per image in reverse order: the same bits. Then the
-    //    host generator (same seed, offset, ordering) must give those bits too.
+    //    one generate call, then the last alone at its own offset and the others one call each,
+    //    continuing from the first one's offset (as the streams of a pass do): the same bits.
+    //    Then the host generator (same seed, offset, ordering) must give those bits too.
     const uint64_t t0 = N - uint64_t(kGenTest), tn = uint64_t(kGenTest) * px;
-    float* d_one = nullptr;  // tn floats from one call, then tn from one call per image
+    float* d_one = nullptr;  // tn floats from one call, then tn from one call per image (d_each)
     CUDA_CHECK(cudaMalloc(&d_one, 2 * tn * sizeof(float)));
     float* d_each = d_one + tn;
     // Poisoned on the generator's stream: a non-blocking stream does not wait for the legacy default stream.
     CUDA_CHECK(cudaMemsetAsync(d_one, 0xFF, 2 * tn * sizeof(float), g0.streams[0]));
     CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], t0 * px));
     CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_one, tn));
-    for (int i = kGenTest - 1; i >= 0; --i) {
-        CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], (t0 + i) * px));
-        CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_each + i * px, px));
-    }
+    CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], (t0 + kGenTest - 1) * px));
+    CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_each + (kGenTest - 1) * px, px));
+    CURAND_CHECK(curandSetGeneratorOffset(g0.gens[0], t0 * px));
+    for (int i = 0; i + 1 < kGenTest; ++i) CURAND_CHECK(curandGenerateUniform(g0.gens[0], d_each + i * px, px));
     std::vector<float> h_one(tn), h_each(tn), h_host(tn);
     CUDA_CHECK(cudaMemcpyAsync(h_one.data(), d_one, tn * sizeof(float), cudaMemcpyDeviceToHost, g0.streams[0]));
     CUDA_CHECK(cudaMemcpyAsync(h_each.data(), d_each, tn * sizeof(float), cudaMemcpyDeviceToHost, g0.streams[0]));
@@ -364,9 +358,9 @@ int main(int argc, char** argv) {
     CURAND_CHECK(curandSetGeneratorOffset(host_gen, t0 * px));
     CURAND_CHECK(curandGenerateUniform(host_gen, h_host.data(), tn));
     const std::string last = "images " + std::to_string(t0) + ".." + std::to_string(N - 1);
-    report.check(verify::check_same_bits(h_each.data(), h_one.data(), tn,
-                                         "GPU generator, " + last +
-                                             ": one call per image (reverse order) = one call for all, every pixel"));
+    report.check(verify::check_same_bits(
+        h_each.data(), h_one.data(), tn,
+        "GPU generator, " + last + ": the last at its offset, the others continuing = one call, every pixel"));
     report.check(verify::check_same_bits(h_host.data(), h_one.data(), tn,
                                          "host generator = GPU generator, " + last + ", every pixel"));
 
