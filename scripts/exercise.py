@@ -23,7 +23,7 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
   exercise.py check LESSON [--solution | --exe=BINARY] [--json=FILE] [--no-sanitize] [--no-speed] [--runs=R]
                                           build, verify at every size, sanitize, grade speed
                                           (R runs each of yours and the reference's, alternating;
-                                          default 3, or 2 where one run takes over 3 s)
+                                          default 3, or 2 where one timed run takes over 1.5 s)
   exercise.py report DIR                  one table from a folder of check JSON files
   exercise.py list                        every exercise of the course, one line each
   exercise.py table                       every exercise as a Markdown table (docs/teaching.md)
@@ -475,7 +475,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         take("mine", os.path.join(logs, "default.json"))
         first = rep["checks"][0]["seconds"]
     if runs is None:
-        runs = 3 if first <= 3 else 2
+        runs = 3 if first <= 1.5 else 2
     for r in range(runs):
         for who, path in (("ref", ref_exe), ("mine", mine_exe)):
             if (who == "ref" and timed_args and r == 0) or (who == "mine" and not timed_args and r == 0):
