@@ -169,9 +169,8 @@ int main(int argc, char** argv) {
     });
     const double add_bytes = 3.0 * full_elems * sizeof(float);
     const std::string add_in_l2 = lesson::l2_note(add_bytes, prop);
-    const lesson::StreamBound dram = add_in_l2.empty()
-                                         ? lesson::measure_stream_bound(prop, 2, 1)
-                                         : lesson::stream_bound_not_measured(2, 1, add_in_l2);
+    const lesson::StreamBound dram = add_in_l2.empty() ? lesson::measure_stream_bound(prop, 2, 1)
+                                                       : lesson::stream_bound_not_measured(2, 1, add_in_l2);
     lesson::add_bound(report, dram, int(opt.device));
 
     // 7. Free.
@@ -196,7 +195,8 @@ int main(int argc, char** argv) {
     report.yardstick("pageable copies alone (H2D then D2H)", moved / (pageable_ms * 1e6), "GB/s");
     report.timing(
         "each chunk's copies and kernel timed to completion (host clock for the pageable copies, events "
-        "for the kernel), summed over chunks; 'addChunk alone': " + std::string(lesson::kTimingMethod));
+        "for the kernel), summed over chunks; 'addChunk alone': " +
+        std::string(lesson::kTimingMethod));
     report.variant_bound("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
                          moved / (bound_ms * 1e6), "PCIe bound");
     report.variant_yardstick("chunk loop end-to-end vs pageable copies alone", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
     report.variant_yardstick("H2D: cudaMemcpy of A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s",
                              link.h2d, "pageable burst");
     report.variant("add: addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
-    report.variant_bound("add: addChunk alone, one full chunk, back to back", add_ms, add_bytes / (add_ms * 1e6), "GB/s",
-                         dram.gbps, "DRAM bound", add_in_l2);
+    report.variant_bound("add: addChunk alone, one full chunk, back to back", add_ms, add_bytes / (add_ms * 1e6),
+                         "GB/s", dram.gbps, "DRAM bound", add_in_l2);
     report.variant_yardstick("D2H: cudaMemcpy of C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
                              "pageable burst");
     report.metric("host: generate A and B", gen_ms, "ms");

@@ -413,7 +413,8 @@ TEST_CASE("parallel: matmul_sum_reference on any thread count equals the plain l
     for (int t : kManyThreads) CHECK(same_bits(on_threads(t, run), want));
 }
 
-TEST_CASE("parallel: sum_reference and sum_int64 on any thread count, against the one-loop sums", "[parallel][reduction]") {
+TEST_CASE("parallel: sum_reference and sum_int64 on any thread count, against the one-loop sums",
+          "[parallel][reduction]") {
     const uint64_t n = 3 * verify::kSumBlock + 12345;  // four blocks, the last one short
     std::vector<float> x(n);
     std::vector<int32_t> ints(n);
