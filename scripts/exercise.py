@@ -363,11 +363,12 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     os.makedirs(logs, exist_ok=True)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
-    # 1. Correctness: the lesson's own verification, at the default size (alone: it is also your
-    #    first timed run, unless the lesson has a FOCUS) and then at the awkward sizes, while
+    # 1. Correctness: the lesson's own verification, at the default size and at the awkward ones,
+    #    while
     # 2. compute-sanitizer memcheck and racecheck run at --quick size (restricted to the lesson's
-    #    FOCUS, the part the exercises change). Nothing of steps 1-2 past the first run is timed,
-    #    so they share the GPU: four programs at once.
+    #    FOCUS, the part the exercises change). None of it is timed, so it shares the GPU, up to
+    #    five programs at once; only where the lesson has neither FOCUS nor GRADE_SIZE is the
+    #    default-size run also your first timed run, and then it runs alone, first.
     focus = shlex.split(" ".join(cm["FOCUS"]))
     timed_args = shlex.split(" ".join(cm["GRADE_SIZE"])) + focus  # the timed runs' size and focus
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
@@ -379,14 +380,18 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
                                 "--quick", "--repeat=1"] + focus, tool))
     done = {}
-    done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
+    if not timed_args:  # the default-size run is your first timed run: alone on the GPU
+        done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
+        if done["size0"][0] == 77:
+            print("exercise: SKIP: the lesson found no GPU")
+            sys.exit(77)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
+        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs if tag not in done}
+        for tag, f in futures.items():
+            done[tag] = f.result()
     if done["size0"][0] == 77:
         print("exercise: SKIP: the lesson found no GPU")
         sys.exit(77)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs[1:]}
-        for tag, f in futures.items():
-            done[tag] = f.result()
     ok = True
     for tag, cmd, label in jobs:
         rc, secs = done[tag]
