@@ -25,6 +25,7 @@ done
 
 # 2. Build.
 if [ "${1:-}" != "--no-build" ]; then
+  mkdir -p "$(dirname "${OUT%/}")"  # a fresh checkout has no build/ yet
   bash scripts/build_handouts.sh >"${OUT%/}.log" 2>&1
   rc=$?
   if [ $rc = 77 ]; then cat "${OUT%/}.log"; exit 77; fi
