@@ -244,15 +244,8 @@ int main(int argc, char** argv) {
         }
     }
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (image.sm90a) {
-        void* fn = nullptr;
-        cudaDriverEntryPointQueryResult found;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-        if (found != cudaDriverEntryPointSuccess || !fn)
-            lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", "not found",
-                              __FILE__, __LINE__);
-        encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-    }
+    if (image.sm90a)
+        encode = tensor_map_encoder();  // the driver's TMA encoder, through the runtime (kernels/common.cuh)
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));

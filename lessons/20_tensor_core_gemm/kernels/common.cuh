@@ -12,7 +12,8 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda.h>  // CUtensorMap, the TMA descriptor type (types only: nothing here links libcuda)
+#include <cuda.h>          // CUtensorMap, the TMA descriptor type (types only: nothing here links libcuda)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
 #include <cuda_bf16.h>
 
 #include "common/check.h"  // CUDA_CHECK in probe_loaded_image
@@ -65,6 +66,18 @@ inline LoadedImage probe_loaded_image() {
     CUDA_CHECK(cudaMemcpy(h_probe, d_probe, sizeof h_probe, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaFree(d_probe));
     return {h_probe[0], h_probe[1] != 0};
+}
+
+// cuTensorMapEncodeTiled, the driver function that encodes a TMA descriptor (host side). The
+// runtime hands out its address, so the program needs no -lcuda.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !fn)
+        lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", "not found",
+                          __FILE__, __LINE__);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
 }
 
 #if defined(L20_SM80)
@@ -237,20 +250,25 @@ __device__ __forceinline__ void store_acc(const float (&d)[R], float* C, int ldc
     }
 }
 
-// D (64 x 128 fp32: 64 registers a thread) = A (64 x 16, K-major) * B (16 x 128, N-major) + (scale_d ? D : 0)
+// The 64 accumulator operands of an m64n128 wgmma, %0 .. %63: the first operands of its asm.
+#define L20_WGMMA_D64                                                                  \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+
+// D (64 x 128 fp32: 64 registers a thread) = A (64 x 16, K-major) * B (16 x 128, N-major) + (scale_d ? D : 0).
+// kTransB = 0 takes B K-major instead (its tile holds 128 rows of the 16 k-values): lesson 21's S = Q K^T.
+template <int kTransB = 1>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
         "setp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "{" L20_WGMMA_D64
         "}, "
-        "%64, %65, p, 1, 1, 0, 1;\n"  // scale A, B: 1; trans A: 0 (K-major); trans B: 1 (N-major)
+        "%64, %65, p, 1, 1, 0, %67;\n"  // scale A, B: 1; trans A: 0 (K-major); trans B: kTransB (1: N-major)
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
@@ -260,7 +278,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
           "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
           "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
           "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
 }
 
 // D (64 x 256 fp32: 128 registers a thread) = A (64 x 16, K-major) * B (16 x 256, N-major) + (scale_d ? D : 0)

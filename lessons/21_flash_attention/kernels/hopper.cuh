@@ -49,23 +49,10 @@ __device__ __forceinline__ uint64_t desc_mnmajor(const bf16* tile, uint32_t box_
 #define L21_ACC64 L21_ACC32, L21_ACC8(32), L21_ACC8(40), L21_ACC8(48), L21_ACC8(56)
 
 // S (64 x 128 fp32: 64 registers a thread) = A (64 x 16, smem, K-major) * B (16 x 128, smem, K-major)
-// + (scale_d ? S : 0). B K-major: the tile holds 128 rows (keys) of the 16 k-values, as K is stored.
+// + (scale_d ? S : 0): lesson 20's wgmma wrapper with B K-major (transpose bit 0), since K is stored
+// [key][d]: the tile holds 128 rows (keys) of the 16 k-values.
 __device__ __forceinline__ void wgmma_qk_m64n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, "
-        "%64, %65, p, 1, 1, 0, 0;\n"  // scale A, B: 1; trans A: 0; trans B: 0 (both K-major)
-        "}\n"
-        : L21_ACC64
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    wgmma_m64n128k16</*kTransB=*/0>(d, desc_a, desc_b, scale_d);
 }
 
 // O (64 x 128 fp32) = A (64 x 16 bf16 in registers: the m16n8k16 A fragment of each warp's 16
@@ -76,11 +63,7 @@ __device__ __forceinline__ void wgmma_pv_m64n128(float (&d)[64], const uint32_t 
         ".reg .pred p;\n"
         "setp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "{" L20_WGMMA_D64  // lesson 20's kernels/common.cuh
         "}, "
         "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"  // scale A, B: 1; trans B: 1 (MN-major)
         "}\n"
@@ -164,16 +147,7 @@ inline CUtensorMap make_attention_map(PFN_cuTensorMapEncodeTiled_v12000 encode, 
 // Q, K and V of `a`, boxes of `box_rows` rows. cuTensorMapEncodeTiled is a driver function: the
 // runtime hands us its address once, so the program needs no -lcuda.
 inline AttentionMaps make_attention_maps(const Attention& a, int box_rows) {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (!encode) {
-        void* fn = nullptr;
-        cudaDriverEntryPointQueryResult found;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-        if (found != cudaDriverEntryPointSuccess || !fn)
-            lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", "not found",
-                              __FILE__, __LINE__);
-        encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-    }
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();  // lesson 20's kernels/common.cuh
     AttentionMaps m;
     m.q = make_attention_map(encode, a.Q, a.heads, a.N, a.d, box_rows);
     m.k = make_attention_map(encode, a.K, a.heads, a.N, a.d, box_rows);
