@@ -379,19 +379,20 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         for tool in ("memcheck", "racecheck"):
             jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
                                 "--quick", "--repeat=1"] + focus, tool))
+    def skip_without_gpu(rc):
+        if rc == 77:
+            print("exercise: SKIP: the lesson found no GPU")
+            sys.exit(77)
+
     done = {}
     if not timed_args:  # the default-size run is your first timed run: alone on the GPU
         done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
-        if done["size0"][0] == 77:
-            print("exercise: SKIP: the lesson found no GPU")
-            sys.exit(77)
+        skip_without_gpu(done["size0"][0])
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
         futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs if tag not in done}
         for tag, f in futures.items():
             done[tag] = f.result()
-    if done["size0"][0] == 77:
-        print("exercise: SKIP: the lesson found no GPU")
-        sys.exit(77)
+    skip_without_gpu(done["size0"][0])
     ok = True
     for tag, cmd, label in jobs:
         rc, secs = done[tag]
@@ -436,9 +437,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         sys.exit(0)
     graded = sorted(named - {"-"}) or ["key result"]
     before = gpu_state()
-    rates = {"mine": {}, "ref": {}}    # the variant's rate in each run
-    scores = {"mine": {}, "ref": {}}   # what is graded: the rate as a fraction of the bound or yardstick
-    bound_fraction = {}                # measured in the same run, or the rate where the lesson has none
+    rates = {"mine": {}, "ref": {}}      # the variant's rate in each run
+    fractions = {"mine": {}, "ref": {}}  # ... and as a fraction of the bound or yardstick of that run (or None)
     inverted = set()  # variants whose "rate" is a time: the grade compares reference / learner
 
     def take(who, js):
@@ -452,15 +452,10 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             if v is None or v.get("rate") is None:
                 die("the lesson's JSON has no rate for '%s' (GRADE in lessons/%s/CMakeLists.txt)" % (name, lesson))
             rates[who].setdefault(name, []).append(v["rate"])
-            # A machine that is slower in one run (a busy host, a shared link, a lower clock) is
-            # slower for its bound as well: the fraction of the bound measured in the same run
-            # cancels that, the raw rate does not.
             f = v.get("fraction")
-            scores[who].setdefault(name, []).append(f if isinstance(f, (int, float)) and f > 0 else v["rate"])
+            fractions[who].setdefault(name, []).append(f if isinstance(f, (int, float)) and f > 0 else None)
             if lower_is_better(v.get("unit")):
                 inverted.add(name)
-            if who == "mine" and v.get("fraction") is not None:
-                bound_fraction.setdefault(name, []).append(v["fraction"])
 
     def timed(who, path, tag):
         js = os.path.join(logs, "speed-%s.json" % tag)
@@ -498,7 +493,12 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         refusals.append("the SM clock dropped from %.0f to %.0f MHz during the runs (throttling)" % (before["sm_clock_mhz"], after["sm_clock_mhz"]))
     grades = []
     for name in rates["mine"]:
-        mine, ref = scores["mine"][name], scores["ref"][name]
+        # A machine that is slower in one run (a busy host, a shared link, a lower clock) is slower
+        # for its bound as well: the fraction of the bound measured in the same run cancels that,
+        # the raw rate does not. The rates are graded only where some run has no fraction.
+        have_fractions = all(f is not None for who in fractions for f in fractions[who][name])
+        mine, ref = (fractions["mine"][name], fractions["ref"][name]) if have_fractions else \
+                    (rates["mine"][name], rates["ref"][name])
         spread = max((max(x) - min(x)) / statistics.median(x) if statistics.median(x) else 0 for x in (mine, ref))
         ratio = statistics.median(mine) / statistics.median(ref)
         if name in inverted:  # a time: half the reference's time is twice as fast
@@ -506,7 +506,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         entry = {"variant": name, "rate": statistics.median(rates["mine"][name]),
                  "reference_rate": statistics.median(rates["ref"][name]),
                  "of_reference": ratio, "spread": spread,
-                 "of_bound": statistics.median(bound_fraction[name]) if bound_fraction.get(name) else None}
+                 "of_bound": statistics.median(fractions["mine"][name]) if have_fractions else None}
         if runs > 1 and spread > MAX_SPREAD:
             refusals.append("'%s' varied by %.0f%% between runs (more than %.0f%%)" % (name, 100 * spread, 100 * MAX_SPREAD))
         grades.append(entry)
