@@ -350,18 +350,11 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
         // kind. With the three kinds measured one after the other, a single slow stretch once
         // put the H100's both-ways rate at 78 GB/s instead of about 100, and a pipeline of lesson
         // 07 then ran at 113% of that "bound" (2026-11-23).
-        // (The 50 ms above warmed the link up: the rounds need no warm-up call of their own.)
-        EventTimer timer;
-        const auto burst_ms = [&](auto&& work, int calls) {  // ms per call of `calls` calls back to back on s1
-            timer.start(s1);
-            for (int b = 0; b < calls; ++b) work();
-            return double(timer.stop(s1)) / calls;
-        };
         double ms_up = INFINITY, ms_down = INFINITY, ms_both = INFINITY;
         for (int t = 0; t < 2 * trials; ++t) {
-            ms_up = std::min(ms_up, burst_ms(up, burst));
-            ms_down = std::min(ms_down, burst_ms(down, burst));
-            ms_both = std::min(ms_both, burst_ms(both, 1));
+            ms_up = std::min(ms_up, best_burst_ms(1, burst, up, s1));
+            ms_down = std::min(ms_down, best_burst_ms(1, burst, down, s1));
+            ms_both = std::min(ms_both, best_burst_ms(1, 1, both, s1));
         }
         r.h2d = bytes / (ms_up * 1e6);
         r.d2h = bytes / (ms_down * 1e6);
