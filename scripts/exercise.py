@@ -327,6 +327,17 @@ def grade_band(ratio):
     return "D"
 
 
+def uses_shared_memory(src_dir):
+    """True when a source file under src_dir declares __shared__ memory (static or extern)."""
+    for root, _, files in os.walk(src_dir):
+        for f in files:
+            if f.endswith((".cu", ".cuh", ".h", ".hpp")):
+                with open(os.path.join(root, f), errors="replace") as fh:
+                    if "__shared__" in fh.read():
+                        return True
+    return False
+
+
 def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
     exe = re.sub(r"^\d\d_", "", lesson)
     cm = lesson_cmake_args(lesson)
@@ -375,8 +386,16 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
     for i, a in enumerate(cm["AWKWARD"], 1):
         jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
+    # racecheck finds hazards on shared memory only. Where the code checked declares none, it would
+    # check only library kernels (cuBLAS, cuFFT), none of them the exercise: it is not run, and the
+    # report says so. A copy that adds a __shared__ array is racechecked. (--exe: always run.)
+    src = os.path.join(ROOT, "lessons", lesson) if solution else (None if exe_path else os.path.join(ex_root, lesson))
+    tools = ["memcheck", "racecheck"]
+    if sanitize and src and not uses_shared_memory(src):
+        tools.remove("racecheck")
+        rep["not_run"] = ["racecheck: the code checked declares no __shared__ memory, the only memory racecheck watches"]
     if sanitize:
-        for tool in ("memcheck", "racecheck"):
+        for tool in tools:
             jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
                                 "--quick", "--repeat=1"] + focus, tool))
     def skip_without_gpu(rc):
@@ -411,6 +430,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             rep["sanitizers"].append({"tool": tag, "clean": clean, "exit": rc, "summary": m.group(0) if m else "none",
                                       "args": " ".join(["--quick"] + focus), "seconds": round(secs, 1)})
             print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
+    for why in rep.get("not_run", []):
+        print("  compute-sanitizer %s" % why.replace(": ", ": not run: ", 1))
 
     rep["result"] = "PASS" if ok else "FAIL"
     if ok and not speed:
@@ -592,8 +613,9 @@ def table():
         graded = ["not graded (launch overhead)" if g == "-" else g for g in graded]
         sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
         planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
-        print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; memcheck and racecheck "
-              "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes,
+        tools = "memcheck and racecheck" if uses_shared_memory(os.path.join(LESSONS, lesson)) else "memcheck"
+        print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; %s "
+              "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes, tools,
                                       "; ".join(graded), "yes" if planted else "no"))
 
 

@@ -16,9 +16,11 @@
 # Environment: BUILD_DIR (default build), CUDAARCHS (e.g. 90) to pick the GPU
 # architecture instead of "native". Each lesson's log and JSON report go to
 # $BUILD_DIR/results/. Each lesson is also run once with --quick --inject-fault,
-# which must FAIL (the check can catch a wrong element). Every WARNING line a
-# lesson prints (a rate above its bound: a measurement error) is listed after the
-# table.
+# which must FAIL (the check can catch a wrong element); those runs come after
+# every timed run, FAULT_JOBS (default 4) at a time. Every WARNING line a lesson
+# prints (a rate above its bound: a measurement error) is listed after the table.
+# LESSON_PHASES=1 makes every lesson log where its wall time went ("[phase]" lines;
+# docs/measuring.md).
 # Exit: 0 all PASS, 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
 set -uo pipefail
 # NVLink multicast (NVLS) stays off for NCCL in every run (lesson 22): the machines the course is
@@ -35,7 +37,7 @@ for arg in "$@"; do
     --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -101,6 +103,7 @@ row() { table+=("$(printf '%-28s %-7s %7s  %-16s %-36s %s' "$1" "$2" "$5" "$6" "
 row "lesson" "result" "key metric" "against" "seconds" "fault check"
 warnings=()
 missed=()
+pending=()  # lessons run (name, result, metric, fraction, seconds), waiting for their fault check
 for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
   if [ ! -x "$exe" ]; then row "$name" "FAIL" "(not built)" "" "" ""; fails=$((fails+1)); continue; fi
@@ -146,19 +149,36 @@ for name in "${lessons[@]}"; do
   metric=${key%% | *}; frac=""
   [[ "$key" == *" | "* ]] && frac=${key#* | }
   [ $rc = 0 ] || metric="$last"
-  # The fault check: the same lesson, corrupted on purpose, must FAIL with exit 1.
-  "$exe" --quick --inject-fault >"$RES/$name.fault.log" 2>&1
-  frc=$?
-  if [ $frc = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
-  else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
   while IFS= read -r w; do warnings+=("$name: $w"); done < <(grep '^WARNING:' "$log")
   if [ "$TARGETS" = 1 ] && [ $rc = 0 ]; then
     while IFS= read -r t; do missed+=("$name: $t"); done < <(grep '^target: .*, MISSED$' "$log")
   fi
   printf '%s\t%s\n' "$name" "$secs" >>"$RES/seconds-$mode.tsv"
-  row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
-  echo "$name: $result ($secs s) $metric${frac:+ | $frac}; fault check $fault"
+  pending+=("$name"$'\x1f'"$result"$'\x1f'"$metric"$'\x1f'"$frac"$'\x1f'"$secs")
+  echo "$name: $result ($secs s) $metric${frac:+ | $frac}"
 done
+
+# The fault checks: each lesson again at --quick, corrupted on purpose (--inject-fault); it must
+# FAIL with exit 1. Nothing in them is timed, so they run after every timed run, FAULT_JOBS
+# (default 4) at a time.
+if [ ${#pending[@]} -gt 0 ]; then
+  fault_start=$(date +%s%N)
+  for entry in "${pending[@]}"; do
+    name=${entry%%$'\x1f'*}
+    while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-4}" ]; do wait -n; done
+    ( "$BIN/${name#[0-9][0-9]_}" --quick --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
+  done
+  wait
+  for entry in "${pending[@]}"; do
+    IFS=$'\x1f' read -r name result metric frac secs <<<"$entry"
+    frc=$(cat "$RES/$name.fault.rc" 2>/dev/null || echo none); rm -f "$RES/$name.fault.rc"
+    if [ "$frc" = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
+    else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
+    row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
+    [ "$fault" = "caught (FAIL)" ] || echo "$name: fault check $fault (log $RES/$name.fault.log)"
+  done
+  echo "fault checks: ${#pending[@]} lesson(s) in $(elapsed "$fault_start") s, ${FAULT_JOBS:-4} at a time"
+fi
 
 echo
 summary_file="$RES/summary-$mode.txt"

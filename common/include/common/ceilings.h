@@ -102,6 +102,7 @@ inline std::string small_gemm_note(int64_t m, int64_t n, const cudaDeviceProp& p
 // between one event pair), in milliseconds per call.
 template <class Work>
 double best_burst_ms(int trials, int burst, Work&& work, cudaStream_t stream = 0) {
+    const Phase phase("best_burst_ms, calls", (long long)trials * burst);
     EventTimer t;
     work();
     CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -217,6 +218,7 @@ inline StreamBound stream_bound_not_measured(int reads, int writes, const std::s
     return bound;
 }
 inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 10) {
+    const Phase phase("measure_stream_bound, reads x 10 + writes", reads * 10 + writes);
     if (reads < 0 || reads > 2 || writes < 0 || writes > 1 || reads + writes == 0)
         fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__,
                   __LINE__);
@@ -266,6 +268,7 @@ inline void add_bound(Report& report, const StreamBound& b, int device) {
 // `repeat` bursts over a buffer of 8x the L2 (at least 1 GiB): a yardstick for
 // kernels whose read/write mix is not 1:1 (measure_stream_bound is the bound).
 inline double measure_d2d_gbps(const cudaDeviceProp& prop, int repeat = 10) {
+    const Phase phase("measure_d2d_gbps");
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     size_t bytes = std::max<size_t>(size_t(8) * prop.l2CacheSize, size_t(1) << 30);
@@ -294,6 +297,7 @@ struct LinkRates {
 // stream between one event pair (both directions: two streams, fork/join);
 // pageable copies block the host, so their burst is timed with the host clock.
 inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
+    const Phase phase(pinned ? "measure_link_gbps pinned, bytes" : "measure_link_gbps pageable, bytes", (long long)bytes);
     LinkRates r;
     const int burst = int(std::min<size_t>(64, std::max<size_t>(4, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
     char *h_a = nullptr, *h_b = nullptr;

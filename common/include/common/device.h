@@ -6,6 +6,7 @@
 #include <string>
 #include "common/check.h"
 #include "common/flags.h"
+#include "common/phases.h"
 
 namespace lesson {
 
@@ -13,6 +14,7 @@ namespace lesson {
 // driver): prints the SKIP result line and exits 77. An id past the last GPU is
 // bad input (exit 2).
 inline cudaDeviceProp pick_device(int64_t id) {
+    const Phase phase("pick_device (CUDA context)");
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {

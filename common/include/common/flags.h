@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/phases.h"
+
 namespace lesson {
 
 // Prints the reason on stderr, the contract's result line on stdout, exits 2.
@@ -114,6 +116,7 @@ public:
 
     // For main(): --help prints usage and exits 0; bad input exits 2.
     void parse_or_exit(int argc, char** argv) {
+        phase_clock_start();
         std::string error;
         Status s = parse(argc, argv, &error);
         if (s == Status::Help) {

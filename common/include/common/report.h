@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/phases.h"
+
 namespace lesson {
 
 // One verification step: what was checked and how far it was from the reference.
@@ -144,6 +146,7 @@ public:
 
     // Prints the report and the RESULT line, writes JSON if asked; returns the exit code.
     int finish(const std::string& json_path) {
+        const Phase phase("report finish");
         bool ok = passed();
         std::printf("\n== %s ==\n", lesson_.c_str());
         if (!device_.empty())

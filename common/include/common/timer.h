@@ -33,6 +33,7 @@ private:
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
 #include "common/check.h"
+#include "common/phases.h"
 namespace lesson {
 
 // Times work issued on one stream with a pair of CUDA events.
@@ -76,6 +77,7 @@ inline const char* kTimingMethod =
 // `stream` (or the legacy default stream, which orders with it).
 template <class Work>
 double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2, double min_sample_ms = 0.5) {
+    const Phase phase("time_median_ms, samples", repeat);
     EventTimer t;
     for (int i = 0; i < warmup; ++i) work();
     CUDA_CHECK(cudaStreamSynchronize(stream));

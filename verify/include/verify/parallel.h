@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/phases.h"
+
 namespace verify {
 
 // The host threads the helpers use: every core, or LESSON_HOST_THREADS (>= 1)
@@ -93,6 +95,7 @@ void run_team(int team, const Work& work) {
 // run here, in order. f must be safe to run concurrently on different blocks.
 template <class F>
 void parallel_blocks(uint64_t n, uint64_t grain, const F& f, int threads = 0) {
+    const lesson::Phase phase("host parallel_blocks, items", (long long)n, 0.02);
     grain = std::max<uint64_t>(grain, 1);
     const uint64_t blocks = n / grain + (n % grain != 0);
     auto block = [&](uint64_t b) {
@@ -127,6 +130,7 @@ std::vector<T> block_partials(uint64_t n, uint64_t grain, const F& partial, int 
 // to run concurrently for different i (write to separate places, or lock).
 template <class Fn>
 void parallel_for(int64_t count, Fn&& fn, int64_t threads = 0) {
+    const lesson::Phase phase("host parallel_for, items", (long long)count, 0.02);
     if (threads <= 0) threads = host_threads();
     const int64_t team = detail::inside_parallel() ? 1 : std::min(threads, count);
     std::atomic<int64_t> next{0};
