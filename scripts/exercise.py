@@ -26,7 +26,10 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
                                           default 3, or 2 where one timed run takes over 1.5 s)
   exercise.py report DIR                  one table from a folder of check JSON files
   exercise.py list                        every exercise of the course, one line each
-  exercise.py table                       every exercise as a Markdown table (docs/teaching.md)
+  exercise.py table                       every exercise as a Markdown table (docs/teaching.md), with
+                                          the reference's grade per GPU from docs/results/grades-*.json
+  exercise.py grades DIR FILE             the reference solutions' grades in DIR's check --solution
+                                          JSON files, as one summary FILE (docs/results/grades-h100.json)
 
 LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
 Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
@@ -580,6 +583,55 @@ def report_table(folder):
             "%.2fx" % ofref if ofref is not None else "-", "%.1f%%" % (100 * min(ofb)) if ofb else "-"))
 
 
+def grades_summary(folder, out):
+    """One summary of the check --solution JSON files in folder: GPU, date, and per lesson its grade."""
+    lessons, gpus, dates = {}, set(), []
+    for p in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            r = json.load(open(p))
+        except (OSError, ValueError) as e:
+            die("cannot read %s: %s" % (p, e))
+        if not isinstance(r, dict) or not r.get("solution") or "lesson" not in r:
+            continue
+        m = r.get("measurement", {}).get("before", {})
+        if m.get("gpu"):
+            gpus.add(m["gpu"])
+        dates.append(r.get("date", "")[:10])
+        speed = r.get("speed") or []
+        lessons[r["lesson"]] = {
+            "result": r.get("result"), "grade": r.get("grade") or ("refused" if r.get("refused") else None),
+            "of_reference": min((g["of_reference"] for g in speed), default=None),
+            "spread": max((g.get("spread", 0) for g in speed), default=None),
+            "seconds": r.get("seconds"), "date": r.get("date")}
+    if not lessons:
+        die("no check --solution JSON files in %s" % folder)
+    if len(gpus) > 1:
+        die("the files in %s come from more than one GPU model: %s" % (folder, ", ".join(sorted(gpus))))
+    with open(out, "w") as f:
+        json.dump({"gpu": gpus.pop() if gpus else "unknown", "dates": sorted(set(dates)), "lessons": lessons}, f,
+                  indent=1, sort_keys=True)
+        f.write("\n")
+    print("exercise: %d lesson(s) from %s -> %s" % (len(lessons), folder, out))
+
+
+def grade_columns():
+    """(header, {lesson: cell}) for each docs/results/grades-*.json, H100 before H200."""
+    cols = []
+    for p in sorted(glob.glob(os.path.join(ROOT, "docs", "results", "grades-*.json"))):
+        g = json.load(open(p))
+        short = re.sub(r"^NVIDIA\s+", "", g.get("gpu", "?")).split()[0]
+        cells = {}
+        for lesson, x in g["lessons"].items():
+            cell = x.get("grade") or x.get("result") or "-"
+            if x.get("of_reference") is not None:
+                cell += " (%.2fx)" % x["of_reference"]
+            if x.get("seconds") is not None:
+                cell += ", %.0f s" % x["seconds"]
+            cells[lesson] = cell
+        cols.append(("reference, %s" % short, cells))
+    return cols
+
+
 def first_regions():
     """(lesson, first region of exercise K) for every marked exercise of the course, in order."""
     for lesson in lesson_dirs():
@@ -605,8 +657,10 @@ def difficulty(lesson):
 
 
 def table():
-    print("| lesson | K | task | difficulty | what PASS requires | speed graded on | planted answer |")
-    print("|---|---:|---|---|---|---|---|")
+    cols = grade_columns()
+    print("| lesson | K | task | difficulty | what PASS requires | speed graded on | planted answer |" +
+          "".join(" %s |" % h for h, _ in cols))
+    print("|---|---:|---|---|---|---|---|" + "---|" * len(cols))
     for lesson, r in first_regions():
         cm = lesson_cmake_args(lesson)
         graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
@@ -616,7 +670,8 @@ def table():
         tools = "memcheck and racecheck" if uses_shared_memory(os.path.join(LESSONS, lesson)) else "memcheck"
         print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; %s "
               "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes, tools,
-                                      "; ".join(graded), "yes" if planted else "no"))
+                                      "; ".join(graded), "yes" if planted else "no") +
+              "".join(" %s |" % cells.get(lesson, "not run") for _, cells in cols))
 
 
 def main(argv):
@@ -628,10 +683,10 @@ def main(argv):
     cmd, rest = argv[0], argv[1:]
     flags = {a.split("=", 1)[0]: (a.split("=", 1)[1] if "=" in a else True) for a in rest if a.startswith("--")}
     pos = [a for a in rest if not a.startswith("--")]
-    allowed = {"lint": set(), "list": set(), "table": set(), "report": set(), "start": {"--planted", "--force", "--out"},
+    allowed = {"lint": set(), "list": set(), "table": set(), "report": set(), "grades": set(), "start": {"--planted", "--force", "--out"},
                "check": {"--solution", "--json", "--no-sanitize", "--runs", "--exe", "--no-speed"}}
     if cmd not in allowed:
-        die("unknown command '%s'; commands: start, check, report, lint, list, table (see --help)" % cmd)
+        die("unknown command '%s'; commands: start, check, report, grades, lint, list, table (see --help)" % cmd)
     for f in flags:
         if f not in allowed[cmd]:
             die("%s does not take %s" % (cmd, f))
@@ -645,6 +700,10 @@ def main(argv):
         if pos:
             die("list takes no arguments")
         list_all()
+    elif cmd == "grades":
+        if len(pos) != 2 or not os.path.isdir(pos[0]) or not os.path.isdir(os.path.dirname(os.path.abspath(pos[1]))):
+            die("usage: grades DIR FILE (DIR: a folder of check --solution --json files; FILE in an existing folder)")
+        grades_summary(pos[0], pos[1])
     elif cmd == "report":
         if len(pos) != 1 or not os.path.isdir(pos[0]):
             die("usage: report DIR (a folder of check --json files)")
