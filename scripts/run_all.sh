@@ -17,7 +17,7 @@
 # architecture instead of "native". Each lesson's log and JSON report go to
 # $BUILD_DIR/results/. Each lesson is also run once with --quick --inject-fault,
 # which must FAIL (the check can catch a wrong element); those runs come after
-# every timed run, FAULT_JOBS (default 4) at a time. Every WARNING line a lesson
+# every timed run, FAULT_JOBS (default 8) at a time. Every WARNING line a lesson
 # prints (a rate above its bound: a measurement error) is listed after the table.
 # LESSON_PHASES=1 makes every lesson log where its wall time went ("[phase]" lines;
 # docs/measuring.md).
@@ -165,7 +165,7 @@ if [ ${#pending[@]} -gt 0 ]; then
   fault_start=$(date +%s%N)
   for entry in "${pending[@]}"; do
     name=${entry%%$'\x1f'*}
-    while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-4}" ]; do wait -n; done
+    while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-8}" ]; do wait -n; done
     ( "$BIN/${name#[0-9][0-9]_}" --quick --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
   done
   wait
@@ -177,7 +177,7 @@ if [ ${#pending[@]} -gt 0 ]; then
     row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
     [ "$fault" = "caught (FAIL)" ] || echo "$name: fault check $fault (log $RES/$name.fault.log)"
   done
-  echo "fault checks: ${#pending[@]} lesson(s) in $(elapsed "$fault_start") s, ${FAULT_JOBS:-4} at a time"
+  echo "fault checks: ${#pending[@]} lesson(s) in $(elapsed "$fault_start") s, ${FAULT_JOBS:-8} at a time"
 fi
 
 echo
