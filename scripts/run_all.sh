@@ -160,7 +160,7 @@ done
 
 # The fault checks: each lesson again at --quick, corrupted on purpose (--inject-fault); it must
 # FAIL with exit 1. Nothing in them is timed, so they run after every timed run, FAULT_JOBS
-# (default 4) at a time.
+# (default 8) at a time.
 if [ ${#pending[@]} -gt 0 ]; then
   fault_start=$(date +%s%N)
   for entry in "${pending[@]}"; do
