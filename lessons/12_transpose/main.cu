@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
     report.config("seed", opt.seed);
 
     // Random input and the exact CPU transpose.
-    std::vector<float> h_in(N), h_ref(N), h_out(N);
+    verify::host_vector<float> h_in(N), h_ref(N), h_out(N);  // not zeroed: filled, or copied back, before read
     verify::fill_uniform(h_in.data(), N, opt.seed);
     lesson::HostTimer cpu;
     verify::transpose_reference(h_in.data(), h_ref.data(), rows, cols);

@@ -41,6 +41,7 @@
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
+#include "verify/parallel.h"
 #include "verify/random.h"
 #include "verify/reduction.h"
 
@@ -155,8 +156,8 @@ int main(int argc, char** argv) {
     report.config("seed", opt.seed);
 
     // The inputs: floats uniform in [-1, 3) (mean 1: the sum is about n), int32 uniform in [-2^27, 2^27).
-    std::vector<float> h_in(N);
-    std::vector<int32_t> h_ints(N);
+    verify::host_vector<float> h_in(N);  // not zeroed: the parallel fills write every element
+    verify::host_vector<int32_t> h_ints(N);
     verify::fill_uniform(h_in.data(), N, uint64_t(opt.seed), -1.0f, 3.0f);
     verify::fill_int32(h_ints.data(), N, uint64_t(opt.seed) + 1);
 

@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
 
     // ---- Part 1: int32, every rung.
     {
-        std::vector<int32_t> h_in(N), h_ref(N), h_tile_ref(N);
+        verify::host_vector<int32_t> h_in(N), h_ref(N), h_tile_ref(N);  // not zeroed: filled before read
         verify::fill_scan_ints(h_in.data(), N, opt.seed);
         lesson::HostTimer cpu;
         verify::inclusive_scan_reference(h_in.data(), h_ref.data(), N);
@@ -261,8 +261,8 @@ int main(int argc, char** argv) {
 
     // ---- Part 3: float, rungs 4 and 5 (the whole array) and CUB.
     if (floats) {
-        std::vector<float> h_in(N);
-        std::vector<double> h_ref(N);
+        verify::host_vector<float> h_in(N);  // not zeroed: filled before read
+        verify::host_vector<double> h_ref(N);
         verify::fill_uniform(h_in.data(), N, opt.seed + 1);  // uniform in [-1, 1)
         lesson::HostTimer cpu;
         verify::inclusive_scan_reference(h_in.data(), h_ref.data(), N);

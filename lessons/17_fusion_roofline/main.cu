@@ -34,6 +34,7 @@
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/fusion.h"
+#include "verify/parallel.h"
 
 #include "kernels/1_three_kernels.cuh"
 #include "kernels/2_fused.cuh"
@@ -134,8 +135,8 @@ int main(int argc, char** argv) {
 
     // 1. The input: 16 random bits per float (65536 values in [-1, 1): the sweep's reference
     //    computes each value's FMA chain once). The chain's reference in double.
-    std::vector<float> h_x(N), h_y(N);
-    std::vector<double> h_ref(ladder ? N : 0);
+    verify::host_vector<float> h_x(N), h_y(N);  // not zeroed: filled, or copied back, before they are read
+    verify::host_vector<double> h_ref(ladder ? N : 0);
     verify::fill_sweep_input(h_x.data(), N, uint64_t(opt.seed));
     lesson::HostTimer cpu;
     if (ladder) verify::square_add_relu_reference(h_x.data(), h_ref.data(), N);

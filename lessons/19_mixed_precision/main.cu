@@ -198,18 +198,18 @@ static double bytes_of(const verify::FloatFormat* f) {
 // The inputs as a GEMM of format `in` sees them, rounded on the CPU: the values (sampled
 // rows of A, all of Bt) and, for the formats our kernels write, the bits they must write.
 struct Rounded {
-    std::vector<float> a_rows, bt;
-    std::vector<uint16_t> a_bits, bt_bits;
+    verify::host_vector<float> a_rows, bt;  // host_vector: filled by the parallel loop below, not zeroed first
+    verify::host_vector<uint16_t> a_bits, bt_bits;
     double scale = 1.0;  // FP8: dequantization scale of A times that of Bt
     float scale_a = 1.0f, scale_bt = 1.0f;
 };
-static Rounded round_inputs(In in, const std::vector<float>& h_A, const std::vector<float>& h_Bt,
+static Rounded round_inputs(In in, const verify::host_vector<float>& h_A, const verify::host_vector<float>& h_Bt,
                             const std::vector<int64_t>& rows, int64_t K, float amax_a, float amax_bt) {
     Rounded r;
     r.a_rows.resize(rows.size() * K);
     for (size_t i = 0; i < rows.size(); ++i)
         std::copy(h_A.begin() + rows[i] * K, h_A.begin() + (rows[i] + 1) * K, r.a_rows.begin() + i * K);
-    r.bt = h_Bt;
+    r.bt.resize(h_Bt.size());  // rounded from h_Bt below
     const float qa = verify::fp8_quant_scale(amax_a), qb = verify::fp8_quant_scale(amax_bt);
     if (in == In::Fp8) {
         r.scale_a = verify::fp8_dequant_scale(amax_a);
@@ -217,45 +217,66 @@ static Rounded round_inputs(In in, const std::vector<float>& h_A, const std::vec
         r.scale = double(r.scale_a) * double(r.scale_bt);
     }
     const bool has_bits = in == In::Bf16 || in == In::Fp16 || in == In::Fp8;
-    auto round_all = [&](std::vector<float>& v, std::vector<uint16_t>& bits, float q) {
+    // v[i] = src[i] rounded (src may be v itself); each element by itself, so blocks run on all cores.
+    auto round_all = [&](const float* src, verify::host_vector<float>& v, verify::host_vector<uint16_t>& bits,
+                         float q) {
         if (has_bits) bits.resize(v.size());
         verify::parallel_blocks(v.size(), verify::items_per_block(64), [&](uint64_t b, uint64_t e) {
             for (uint64_t i = b; i < e; ++i) {
-                if (in == In::Tf32) v[i] = verify::to_tf32(v[i]);
-                if (in == In::Bf16) v[i] = verify::bf16_bits_to_float(bits[i] = verify::to_bf16_bits(v[i]));
-                if (in == In::Fp16) v[i] = verify::fp16_bits_to_float(bits[i] = verify::to_fp16_bits(v[i]));
-                if (in == In::Fp8) v[i] = verify::e4m3_bits_to_float(bits[i] = verify::to_e4m3_bits(v[i] * q));
+                float x = src[i];
+                if (in == In::Tf32) x = verify::to_tf32(x);
+                if (in == In::Bf16) x = verify::bf16_bits_to_float(bits[i] = verify::to_bf16_bits(x));
+                if (in == In::Fp16) x = verify::fp16_bits_to_float(bits[i] = verify::to_fp16_bits(x));
+                if (in == In::Fp8) x = verify::e4m3_bits_to_float(bits[i] = verify::to_e4m3_bits(x * q));
+                v[i] = x;
             }
         });
     };
-    round_all(r.a_rows, r.a_bits, qa);
-    round_all(r.bt, r.bt_bits, qb);
+    round_all(r.a_rows.data(), r.a_rows, r.a_bits, qa);
+    round_all(h_Bt.data(), r.bt, r.bt_bits, qb);
     return r;
 }
 
 // `count` elements of `bytes` (1 or 2) each at d_src + offset, copied to the host and widened.
-static std::vector<uint16_t> copy_bits(const void* d_src, size_t offset, size_t count, size_t bytes) {
-    std::vector<uint16_t> out(count);
+static verify::host_vector<uint16_t> copy_bits(const void* d_src, size_t offset, size_t count, size_t bytes) {
+    verify::host_vector<uint16_t> out(count);
     if (bytes == 2) {
         CUDA_CHECK(
             cudaMemcpy(out.data(), static_cast<const uint16_t*>(d_src) + offset, count * 2, cudaMemcpyDeviceToHost));
     } else {
-        std::vector<uint8_t> narrow(count);
+        verify::host_vector<uint8_t> narrow(count);
         CUDA_CHECK(
             cudaMemcpy(narrow.data(), static_cast<const uint8_t*>(d_src) + offset, count, cudaMemcpyDeviceToHost));
-        std::copy(narrow.begin(), narrow.end(), out.begin());
+        uint16_t* o = out.data();
+        const uint8_t* in = narrow.data();
+        verify::parallel_blocks(count, verify::items_per_block(1), [=](uint64_t b, uint64_t e) {
+            for (uint64_t i = b; i < e; ++i) o[i] = in[i];
+        });
     }
     return out;
 }
 
-// An exact check: the GPU's bits against the CPU's, element by element.
-static lesson::Check same_bits(const std::vector<uint16_t>& gpu, const std::vector<uint16_t>& cpu, uint64_t offset,
+// An exact check: the GPU's bits against the CPU's, element by element (blocks on all host cores).
+static lesson::Check same_bits(const verify::host_vector<uint16_t>& gpu, const uint16_t* cpu, uint64_t offset,
                                lesson::Check c) {
+    struct Tally {
+        uint64_t bad = 0;
+        int64_t first = -1;
+    };
+    const std::vector<Tally> parts =
+        verify::block_partials<Tally>(gpu.size(), verify::items_per_block(1), [&](uint64_t b, uint64_t e) {
+            Tally t;
+            for (uint64_t i = b; i < e; ++i)
+                if (gpu[i] != cpu[i]) {
+                    if (t.bad++ == 0) t.first = int64_t(offset + i);
+                }
+            return t;
+        });
     c.checked += gpu.size();
-    for (size_t i = 0; i < gpu.size(); ++i)
-        if (gpu[i] != cpu[i]) {
-            if (c.bad_count++ == 0 && c.first_bad < 0) c.first_bad = int64_t(offset + i);
-        }
+    for (const Tally& t : parts) {  // in block order: the first bad element is the first block's first
+        if (t.bad > 0 && c.bad_count == 0 && c.first_bad < 0) c.first_bad = t.first;
+        c.bad_count += t.bad;
+    }
     c.rel_l2 = c.max_abs = 0.0;
     c.tol = 0.0;
     c.pass = c.checked > 0 && c.bad_count == 0;
@@ -272,7 +293,7 @@ static std::vector<float> copy_rows(const void* d_C, const verify::FloatFormat* 
             CUDA_CHECK(cudaMemcpy(got.data() + r * N, static_cast<const float*>(d_C) + rows[r] * N, N * 4,
                                   cudaMemcpyDeviceToHost));
         } else {
-            const std::vector<uint16_t> bits = copy_bits(d_C, size_t(rows[r] * N), size_t(N), 2);
+            const verify::host_vector<uint16_t> bits = copy_bits(d_C, size_t(rows[r] * N), size_t(N), 2);
             for (int64_t j = 0; j < N; ++j)
                 got[r * N + j] =
                     out == &verify::kBf16 ? verify::bf16_bits_to_float(bits[j]) : verify::fp16_bits_to_float(bits[j]);
@@ -386,7 +407,7 @@ int main(int argc, char** argv) {
         const std::string shape = shape_text(M, N, K);
 
         // 3a. The same random floats for every precision, on the host and the device.
-        std::vector<float> h_A(nA), h_Bt(nB);
+        verify::host_vector<float> h_A(nA), h_Bt(nB);  // not zeroed first: the parallel fills write every element
         verify::fill_uniform(h_A.data(), nA, uint64_t(opt.seed) + 100 * si);
         verify::fill_uniform(h_Bt.data(), nB, uint64_t(opt.seed) + 100 * si + 1);
         const std::vector<int64_t> rows = verify::stratified_rows(M, check_rows, uint64_t(opt.seed) + 100 * si + 2);
@@ -472,14 +493,13 @@ int main(int argc, char** argv) {
             c.what = std::string("conversion ") + cv.name + ", " + shape +
                      ": all of Bt and the sampled rows of A, bit for bit against the CPU's round-to-nearest-even; "
                      "nothing written past the end of either";
-            c = same_bits(copy_bits(cv.d_bt, 0, nB, es), r.bt_bits, 0, c);
+            c = same_bits(copy_bits(cv.d_bt, 0, nB, es), r.bt_bits.data(), 0, c);
             for (size_t i = 0; i < rows.size(); ++i)
-                c = same_bits(copy_bits(cv.d_a, size_t(rows[i]) * K, size_t(K), es),
-                              std::vector<uint16_t>(r.a_bits.begin() + i * K, r.a_bits.begin() + (i + 1) * K),
+                c = same_bits(copy_bits(cv.d_a, size_t(rows[i]) * K, size_t(K), es), r.a_bits.data() + i * K,
                               nB + i * size_t(K), c);
             const std::vector<uint16_t> poison(kGuard, es == 2 ? 0xFFFF : 0xFF);  // the guards: still poisoned
-            c = same_bits(copy_bits(cv.d_a, nA, kGuard, es), poison, nB + rows.size() * size_t(K), c);
-            c = same_bits(copy_bits(cv.d_bt, nB, kGuard, es), poison, nB + rows.size() * size_t(K) + kGuard, c);
+            c = same_bits(copy_bits(cv.d_a, nA, kGuard, es), poison.data(), nB + rows.size() * size_t(K), c);
+            c = same_bits(copy_bits(cv.d_bt, nB, kGuard, es), poison.data(), nB + rows.size() * size_t(K) + kGuard, c);
             if (cv.in == In::Fp8) {  // the scales the GEMM will use, bit for bit too
                 float h_scales[2 * kScaleStride];
                 CUDA_CHECK(cudaMemcpy(h_scales, d_scales, sizeof h_scales, cudaMemcpyDeviceToHost));

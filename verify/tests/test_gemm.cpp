@@ -78,3 +78,23 @@ TEST_CASE("gemm rows: check passes a correct C and fails a wrong element or NaN"
     const std::vector<float> packed = verify::gather_rows(C.data(), N, g.rows);
     CHECK(g.check(packed.data(), 1e-4, "C").pass);
 }
+
+TEST_CASE("gemm rows: many rows and few rows of wide products, bit for bit the full product's", "[gemm]") {
+    const int64_t M = 90, N = 600, K = 33;  // 600 columns: three strips of 256 when fewer than 64 rows
+    std::vector<float> A(M * K), B(K * N);
+    verify::fill_uniform(A.data(), A.size(), 51);
+    verify::fill_uniform(B.data(), B.size(), 52);
+    std::vector<double> full(M * N);
+    verify::matmul_reference(A.data(), B.data(), full.data(), M, N, K);
+    for (int64_t want : {int64_t(10), int64_t(70), M}) {
+        INFO("rows = " << want);
+        const verify::GemmRows g =
+            verify::gemm_reference_rows(A.data(), B.data(), N, K, verify::sample_rows(M, want, 9));
+        REQUIRE(g.ref.size() == g.rows.size() * size_t(N));
+        uint64_t differ = 0;
+        for (size_t r = 0; r < g.rows.size(); ++r)
+            for (int64_t j = 0; j < N; ++j) differ += g.ref[r * N + j] != full[g.rows[r] * N + j];
+        CHECK(differ == 0);
+    }
+    CHECK(verify::gemm_reference_rows(A.data(), B.data(), N, K, {}).ref.empty());
+}

@@ -471,7 +471,7 @@ TEST_CASE("parallel: FFT references on any thread count", "[parallel][fft]") {
         for (int t : kManyThreads) CHECK(same_bits(on_threads(t, run), want));
     }
     SECTION("complex_matmul_reference and complex_vecmat_reference") {
-        const int64_t M = 37, N = 600, K = 40;  // 10 blocks of four rows (the last one short); two strips of columns
+        const int64_t M = 37, N = 600, K = 40;  // 3 blocks of 16 rows (the last one short); two strips of columns
         const std::vector<float> A = uniform(uint64_t(2 * M * K), 14), B = uniform(uint64_t(2 * K * N), 15);
         auto matmul = [&] {
             std::vector<cplx> C(static_cast<size_t>(M * N));
@@ -491,4 +491,38 @@ TEST_CASE("parallel: FFT references on any thread count", "[parallel][fft]") {
         }
         for (int64_t j = 0; j < N; ++j) CHECK(std::abs(r1[j] - c1[5 * N + j]) < 1e-12);
     }
+}
+
+TEST_CASE("parallel_copy and parallel_memset: every byte, on any thread count", "[parallel]") {
+    // Sizes around the 1 MiB blocks: none, one short block, several blocks and a short last one.
+    for (uint64_t n : {uint64_t(0), uint64_t(1), uint64_t(1000), uint64_t(3) << 18, (uint64_t(3) << 18) + 17}) {
+        std::vector<float> src(n);
+        verify::fill_uniform(src.data(), n, 21);
+        for (int threads : {1, 3, 8}) {
+            INFO("n = " << n << ", threads = " << threads);
+            std::vector<float> dst(n + 1, 7.0f);  // one element past the end: must stay untouched
+            verify::parallel_copy(dst.data(), src.data(), n, threads);
+            CHECK(std::equal(src.begin(), src.end(), dst.begin()));
+            CHECK(dst[n] == 7.0f);
+            std::vector<unsigned char> bytes(4 * n + 1, 0);
+            verify::parallel_memset(bytes.data(), 0xFF, 4 * n, threads);
+            CHECK(std::count(bytes.begin(), bytes.end(), 0xFF) == static_cast<std::ptrdiff_t>(4 * n));
+            CHECK(bytes[4 * n] == 0);
+        }
+    }
+}
+
+TEST_CASE("host_vector: a std::vector whose elements start unset", "[parallel]") {
+    verify::host_vector<double> v(1000);  // no value promised: filled before it is read
+    CHECK(v.size() == 1000);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(i);
+    v.resize(1500);
+    CHECK(v[999] == 999.0);  // what was written survives a reallocation
+    v.push_back(2.5);
+    CHECK(v.size() == 1501);
+    CHECK(v.back() == 2.5);
+    verify::host_vector<float> w(3, 1.5f);  // with a value: that value, as std::vector
+    CHECK((w[0] == 1.5f && w[1] == 1.5f && w[2] == 1.5f));
+    const verify::host_vector<float> copy = w;
+    CHECK(copy == w);
 }

@@ -226,3 +226,19 @@ TEST_CASE("GEMM tolerance: the formula", "[precision]") {
     CHECK(verify::gemm_tolerance(0, 1, 0, 100) == 2.0);
     CHECK(verify::gemm_tolerance(0, 0, 1, 100) == 40.0);
 }
+
+TEST_CASE("exponent_of and pow2 agree with frexp and ldexp, normal and subnormal doubles", "[precision]") {
+    for (int e = -1074; e <= 1023; ++e) {
+        INFO("e = " << e);
+        REQUIRE(verify::pow2(e) == std::ldexp(1.0, e));
+        for (double m : {1.0, 1.5, 1.9999999999999998}) {
+            const double a = std::ldexp(m, e);
+            if (a == 0.0 || std::isinf(a)) continue;
+            int e2 = 0;
+            std::frexp(a, &e2);
+            REQUIRE(verify::exponent_of(a) == e2 - 1);
+        }
+    }
+    CHECK(verify::pow2(-1080) == 0.0);
+    CHECK(std::isinf(verify::pow2(1024)));
+}

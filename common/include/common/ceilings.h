@@ -297,7 +297,8 @@ struct LinkRates {
 // stream between one event pair (both directions: two streams, fork/join);
 // pageable copies block the host, so their burst is timed with the host clock.
 inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
-    const Phase phase(pinned ? "measure_link_gbps pinned, bytes" : "measure_link_gbps pageable, bytes", (long long)bytes);
+    const Phase phase(pinned ? "measure_link_gbps pinned, bytes" : "measure_link_gbps pageable, bytes",
+                      (long long)bytes);
     LinkRates r;
     const int burst = int(std::min<size_t>(64, std::max<size_t>(4, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
     char *h_a = nullptr, *h_b = nullptr;

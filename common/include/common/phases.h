@@ -45,8 +45,7 @@ public:
         if (s < min_s_) return;
         if (detail_ >= 0)
             std::fprintf(stderr, "[phase] %8.3f %8.3f %*s%s (%lld)\n", start_, s, 2 * depth, "", what_, detail_);
-        else
-            std::fprintf(stderr, "[phase] %8.3f %8.3f %*s%s\n", start_, s, 2 * depth, "", what_);
+        else std::fprintf(stderr, "[phase] %8.3f %8.3f %*s%s\n", start_, s, 2 * depth, "", what_);
     }
     Phase(const Phase&) = delete;
     Phase& operator=(const Phase&) = delete;

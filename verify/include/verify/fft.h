@@ -180,11 +180,15 @@ inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
 
 // Rows [i_begin, i_end) of C = A * B, with B split into its real (br) and
 // imaginary (bi) parts as doubles: the single-threaded loop (see below).
+// Rows of C per pass over B: each row of B read serves this many rows of C (B is read
+// M / kMatmulRowsPerPass times in all), and their sums (16 x N complex doubles) stay in the L2.
+constexpr int64_t kMatmulRowsPerPass = 16;
 inline void complex_matmul_rows(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
                                 int64_t i_begin, int64_t i_end) {
-    std::vector<double> cr(static_cast<size_t>(4 * N)), ci(static_cast<size_t>(4 * N));
-    for (int64_t i0 = i_begin; i0 < i_end; i0 += 4) {
-        const int64_t rows = (i_end - i0 < 4) ? i_end - i0 : 4;
+    constexpr int64_t R = kMatmulRowsPerPass;
+    std::vector<double> cr(static_cast<size_t>(R * N)), ci(static_cast<size_t>(R * N));
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += R) {
+        const int64_t rows = (i_end - i0 < R) ? i_end - i0 : R;
         std::fill(cr.begin(), cr.end(), 0.0);
         std::fill(ci.begin(), ci.end(), 0.0);
         for (int64_t k = 0; k < K; ++k) {
@@ -208,9 +212,9 @@ inline void complex_matmul_rows(const float* A, const double* br, const double* 
 
 // C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
 // interleaved float complex, C accumulated in double. Loop order i-k-j over
-// blocks of four rows of C (each pass over a row of B serves four rows), with
-// real and imaginary parts in separate arrays so the inner loop vectorizes.
-// Blocks of four rows run on all cores; every element of C is the same sum, k
+// blocks of kMatmulRowsPerPass rows of C (each pass over a row of B serves that many
+// rows), with real and imaginary parts in separate arrays so the inner loop vectorizes.
+// Blocks of rows run on all cores; every element of C is the same sum, k
 // upwards, whatever block it falls in.
 inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
     if (M <= 0 || N <= 0) return;
@@ -222,9 +226,10 @@ inline void complex_matmul_reference(const float* A, const float* B, cplx* C, in
             pi[i] = B[2 * i + 1];
         }
     });
-    const uint64_t groups = uint64_t((M + 3) / 4);
-    parallel_blocks(groups, items_per_block(uint64_t(16 * K * N)), [=](uint64_t g0, uint64_t g1) {
-        complex_matmul_rows(A, pr, pi, C, N, K, int64_t(4 * g0), std::min(M, int64_t(4 * g1)));
+    constexpr int64_t R = kMatmulRowsPerPass;
+    const uint64_t groups = uint64_t((M + R - 1) / R);
+    parallel_blocks(groups, items_per_block(uint64_t(4 * R * K * N)), [=](uint64_t g0, uint64_t g1) {
+        complex_matmul_rows(A, pr, pi, C, N, K, int64_t(R * g0), std::min(M, int64_t(R * g1)));
     });
 }
 

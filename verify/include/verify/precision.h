@@ -46,6 +46,27 @@ constexpr FloatFormat kE4m3{"FP8 E4M3", 4, 4, 7, -6, 448.0, true};  // 1.75 * 2^
 // Unit roundoff u = 2^-p: the largest relative error of one rounding to nearest.
 inline double unit_roundoff(const FloatFormat& f) { return std::ldexp(1.0, -f.p); }
 
+// The exponent of a finite a > 0: floor(log2 a), read from the bits of the double (frexp for the
+// doubles below the normal range). And 2^e, built from its bits where it is a normal double (ldexp
+// elsewhere). Both exact, and without a library call per element: the references below convert
+// every element of matrices of 10^8 values.
+inline int exponent_of(double a) {
+    uint64_t b = 0;
+    std::memcpy(&b, &a, sizeof b);
+    const int field = int((b >> 52) & 0x7FF);
+    if (field != 0) return field - 1023;
+    int e2 = 0;
+    std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1)
+    return e2 - 1;
+}
+inline double pow2(int e) {
+    if (e < -1022 || e > 1023) return std::ldexp(1.0, e);
+    const uint64_t b = uint64_t(e + 1023) << 52;
+    double d = 0.0;
+    std::memcpy(&d, &b, sizeof d);
+    return d;
+}
+
 // x rounded to the nearest number of format f, ties to even; overflow gives
 // +-inf, or +-max_finite for a saturating format. NaN stays NaN.
 inline double round_to(double x, const FloatFormat& f) {
@@ -53,10 +74,8 @@ inline double round_to(double x, const FloatFormat& f) {
     const double a = std::fabs(x);
     if (a == 0.0) return x;
     if (std::isinf(x)) return f.saturate ? std::copysign(f.max_finite, x) : x;
-    int e2 = 0;
-    std::frexp(a, &e2);                      // a = m * 2^e2, m in [0.5, 1): the exponent of a is e2 - 1
-    const int e = std::max(e2 - 1, f.emin);  // below the normal range the spacing stays fixed (subnormals)
-    const double quantum = std::ldexp(1.0, e - (f.p - 1));
+    const int e = std::max(exponent_of(a), f.emin);  // below the normal range the spacing stays fixed (subnormals)
+    const double quantum = pow2(e - (f.p - 1));
     const int mode = std::fegetround();
     if (mode != FE_TONEAREST) std::fesetround(FE_TONEAREST);
     double r = std::nearbyint(a / quantum) * quantum;  // ties to even
@@ -78,12 +97,10 @@ inline uint32_t encode(double v, const FloatFormat& f) {
     const double a = std::fabs(v);
     if (std::isinf(a)) return sign | exp_all << mant_bits;
     if (a == 0.0) return sign;
-    int e2 = 0;
-    std::frexp(a, &e2);
-    const int e = e2 - 1;
+    const int e = exponent_of(a);
     if (e < f.emin)  // subnormal: exponent field 0, mantissa = a / 2^(emin - mant_bits)
-        return sign | uint32_t(std::ldexp(a, -(f.emin - mant_bits)));
-    const uint32_t mant = uint32_t(std::ldexp(a, -(e - mant_bits))) - (1u << mant_bits);
+        return sign | uint32_t(a * pow2(-(f.emin - mant_bits)));
+    const uint32_t mant = uint32_t(a * pow2(-(e - mant_bits))) - (1u << mant_bits);
     return sign | uint32_t(e + f.bias) << mant_bits | mant;
 }
 
@@ -96,8 +113,8 @@ inline double decode(uint32_t bits, const FloatFormat& f) {
     double a;
     if (f.saturate && ef == exp_all && mant == (1u << mant_bits) - 1u) a = NAN;  // E4M3's only NaN
     else if (!f.saturate && ef == exp_all) a = mant ? NAN : INFINITY;
-    else if (ef == 0) a = std::ldexp(double(mant), f.emin - mant_bits);
-    else a = std::ldexp(double(mant + (1u << mant_bits)), int(ef) - f.bias - mant_bits);
+    else if (ef == 0) a = double(mant) * pow2(f.emin - mant_bits);
+    else a = double(mant + (1u << mant_bits)) * pow2(int(ef) - f.bias - mant_bits);
     return neg ? -a : a;
 }
 
@@ -147,14 +164,34 @@ inline std::vector<int64_t> stratified_rows(int64_t rows, int64_t count, uint64_
 // C[i][j] = scale * sum_k A[i][k] * Bt[j][k], summed k = 0, 1, ..., K-1 in double.
 // (Bt is "B transposed": the layout of a linear layer's weights, and the one
 // cuBLASLt's FP8 GEMM wants.) Every output element is one dot product of two
-// contiguous rows; they are spread over all host cores.
+// contiguous rows; they are spread over all host cores. Four outputs are summed
+// side by side (four independent chains of additions keep the core busy where one
+// waits for each addition), each still k = 0, 1, ..., K-1: the same bits as one at a time.
 inline void gemm_abt_rows(const float* A, const float* Bt, int64_t N, int64_t K, const std::vector<int64_t>& rows,
                           double* out, double scale = 1.0) {
     const uint64_t outputs = uint64_t(rows.size()) * uint64_t(N);
+    auto row_a = [&](uint64_t o) { return A + rows[o / uint64_t(N)] * K; };
+    auto row_b = [&](uint64_t o) { return Bt + int64_t(o % uint64_t(N)) * K; };
     parallel_blocks(outputs, items_per_block(uint64_t(K)), [&](uint64_t begin, uint64_t end) {
-        for (uint64_t o = begin; o < end; ++o) {
-            const float* a = A + rows[o / uint64_t(N)] * K;
-            const float* b = Bt + int64_t(o % uint64_t(N)) * K;
+        uint64_t o = begin;
+        for (; o + 4 <= end; o += 4) {
+            const float *a0 = row_a(o), *a1 = row_a(o + 1), *a2 = row_a(o + 2), *a3 = row_a(o + 3);
+            const float *b0 = row_b(o), *b1 = row_b(o + 1), *b2 = row_b(o + 2), *b3 = row_b(o + 3);
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (int64_t k = 0; k < K; ++k) {
+                s0 += double(a0[k]) * double(b0[k]);
+                s1 += double(a1[k]) * double(b1[k]);
+                s2 += double(a2[k]) * double(b2[k]);
+                s3 += double(a3[k]) * double(b3[k]);
+            }
+            out[o] = scale * s0;
+            out[o + 1] = scale * s1;
+            out[o + 2] = scale * s2;
+            out[o + 3] = scale * s3;
+        }
+        for (; o < end; ++o) {
+            const float* a = row_a(o);
+            const float* b = row_b(o);
             double s = 0.0;
             for (int64_t k = 0; k < K; ++k) s += double(a[k]) * double(b[k]);
             out[o] = scale * s;
