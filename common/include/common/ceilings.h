@@ -217,7 +217,7 @@ inline StreamBound stream_bound_not_measured(int reads, int writes, const std::s
     bound.not_run = why;
     return bound;
 }
-inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 10) {
+inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, int writes, int trials = 6) {
     const Phase phase("measure_stream_bound, reads x 10 + writes", reads * 10 + writes);
     if (reads < 0 || reads > 2 || writes < 0 || writes > 1 || reads + writes == 0)
         fail_call("measure_stream_bound", "mix", "supported mixes: 1:0, 0:1, 1:1, 2:1 reads:writes", __FILE__,
