@@ -5,7 +5,7 @@
 // The SGEMM ladder: from shared-memory tiles to the rate of cuBLAS.
 //
 // C = A * B in fp32, row-major (A is M x K, B is K x N, C is M x N), FFMA only (no tensor
-// cores). Before: lesson 06 (tiled matmul) and lesson 12 (the transpose ladder). The nine
+// cores). Before: lesson 06 (tiled matmul) and lesson 12 (the transpose ladder). The ten
 // rungs live in kernels/N_name.cuh, one file each with its launcher, so that a diff of two
 // neighbouring files shows one idea. This file is the host side: flags, the rung table,
 // allocation, the checks against a double-precision CPU reference (a square shape and two
@@ -13,7 +13,7 @@
 // and the report. README.md gives the reuse arithmetic of every rung. Next: tensor cores.
 //
 // Run: ./build/bin/matmul_ladder              every rung at 4096^3
-//      ./build/bin/matmul_ladder --rung=9     one rung alone (1..9), still checked
+//      ./build/bin/matmul_ladder --rung=10    one rung alone (1..10), still checked
 //      ./build/bin/matmul_ladder --sweep      also rung 7 in 13 tile configurations
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +38,7 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
+#include "kernels/10_spread_copies.cuh"
 #include "kernels/1_smem_tiles.cuh"
 #include "kernels/2_reg_tile_1d.cuh"
 #include "kernels/3_reg_tile_2d.cuh"
@@ -72,6 +73,7 @@ static const Rung kLadder[] = {
     {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes},
     {"8 128x256 tile, 8x16 per thread", rung8::launch, 0},
     {"9 register double buffering", rung9::launch, 0},
+    {"10 k32 tile, copies spread over FFMA", rung10::launch<rung10::Default>, rung10::Default::kSmemBytes},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
     int64_t n = 4096, m = 4096, k = 4096, rung = 0;
     bool sweep = false;
     lesson::Cli cli("matmul_ladder",
-                    "SGEMM C = A*B (fp32, row-major): nine hand-written rungs against cuBLAS on an M x N x K shape.");
+                    "SGEMM C = A*B (fp32, row-major): ten hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
@@ -274,8 +276,8 @@ int main(int argc, char** argv) {
 
     report.note(
         "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load "
-        "zeros and store only inside C; rungs 4-9 use 16-byte accesses only where a row starts 16-byte "
-        "aligned (K % 4 == 0 for A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-9 "
+        "zeros and store only inside C; rungs 4-10 use 16-byte accesses only where a row starts 16-byte "
+        "aligned (K % 4 == 0 for A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-10 "
         "load tiles that lie wholly inside the matrices without checks");
     report.note(
         "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked "

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 7 of 9: warp tiles + a cp.async pipeline.
+// Lesson 13 of the course (the SGEMM ladder), rung 7 of 10: warp tiles + a cp.async pipeline.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=7   (lesson 13 of the course, 00-23)
 //
 // Before: rung 6 staged its global loads through registers (8 of them per thread,
@@ -11,11 +11,13 @@
 //         the current one; fragments are double-buffered in registers. The default,
 //         128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches about 93% of
 //         cuBLAS on an H200 (README.md).
-// Lacks:  the last 7% to cuBLAS. Its SASS (README.md) spends issue slots on the
-//         4-byte transposing copies of A, stage bookkeeping and cp.async waits.
+// Lacks:  the last 7% to cuBLAS. Nsight Compute (README.md, "Rung 10") shows its
+//         warps issuing in 77% of the cycles against cuBLAS's 87%: they stall on the
+//         burst of copies at the top of each tile, at its barrier and at FFMA dispatch.
 // Next:   rung 8 goes back to rung 6 and widens its tile to 128 x 256 with 8 x 16
 //         outputs per thread, register-staged loads and no cp.async
-//         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh).
+//         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh); rung 10
+//         grows this rung (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=7        (--sweep: all 13 configurations)
 #pragma once
 #include <string>

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 9 of 9: register double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 9 of 10: register double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
 //
 // Before: rung 8 read each k step's fragments right before their FMAs, and ended
@@ -10,8 +10,9 @@
 //         of the tile, and reads that tile's first fragments; the FFMA of the last
 //         step then hide those reads. A published hand-written SGEMM built this
 //         way measured 100.4% of cuBLAS on an H100 (README.md, "Rung 9").
-// Lacks:  nothing this ladder teaches; tensor cores are the next lesson's road
-//         (README.md, "Next").
+// Lacks:  speed: on an H100 it measures slower than rung 7 (README.md, "What to
+//         observe"). Rung 10 grows rung 7 instead.
+// Next:   rung 10 (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=9
 #pragma once
 #include "common.cuh"
