@@ -27,9 +27,9 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
   exercise.py report DIR                  one table from a folder of check JSON files
   exercise.py list                        every exercise of the course, one line each
   exercise.py table                       every exercise as a Markdown table (docs/teaching.md), with
-                                          the reference's grade per GPU from docs/results/grades-*.json
+                                          the reference's grade per GPU from docs/results/grades/*.json
   exercise.py grades DIR FILE             the reference solutions' grades in DIR's check --solution
-                                          JSON files, as one summary FILE (docs/results/grades-h100.json)
+                                          JSON files, as one summary FILE (docs/results/grades/h100.json)
 
 LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
 Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
@@ -615,9 +615,9 @@ def grades_summary(folder, out):
 
 
 def grade_columns():
-    """(header, {lesson: cell}) for each docs/results/grades-*.json, H100 before H200."""
+    """(header, {lesson: cell}) for each docs/results/grades/*.json, H100 before H200."""
     cols = []
-    for p in sorted(glob.glob(os.path.join(ROOT, "docs", "results", "grades-*.json"))):
+    for p in sorted(glob.glob(os.path.join(ROOT, "docs", "results", "grades", "*.json"))):
         g = json.load(open(p))
         short = re.sub(r"^NVIDIA\s+", "", g.get("gpu", "?")).split()[0]
         cells = {}

@@ -93,7 +93,7 @@ for lesson in $(printf '%s\n' "${pairs[@]}" | awk '{print $1}' | sort -u); do
     bad "$lesson reference solution: exit $rc, grade $grade (log $W/$lesson-solution.log)"
 done
 $EX report "$W" > "$W/report.md" 2>/dev/null && cat "$W/report.md"
-# The reference's grades on this GPU, for docs/results/grades-<gpu>.json (docs/teaching.md's table).
+# The reference's grades on this GPU, for docs/results/grades/<gpu>.json (docs/teaching.md's table).
 $EX grades "$W" "$W/grades.json" 2>/dev/null || true
 [ $fails = 0 ] && echo "exercise_selftest: all as expected" || echo "exercise_selftest: $fails unexpected result(s)"
 [ $fails = 0 ]
