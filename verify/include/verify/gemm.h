@@ -72,27 +72,18 @@ struct GemmRows {
 };
 
 // A is .. x K, B is K x N, both row-major: the reference of rows `rows` of A * B, in double,
-// each row as a 1 x K by K x N product (verify/matmul.h's loop). All rows in one parallel
-// loop over all host cores: a unit of work is a row, or with fewer than 64 rows a strip of
-// 256 columns of a row (as matmul_reference splits its work), so few rows still spread.
+// each row as a 1 x K by K x N product (verify/matmul.h's loop), all rows in one parallel
+// loop over all host cores (for_each_row_strip: rows, or strips of rows when they are few).
 inline GemmRows gemm_reference_rows(const float* A, const float* B, int64_t N, int64_t K, std::vector<int64_t> rows) {
     GemmRows g;
     g.N = N;
     g.rows = std::move(rows);
     g.ref.resize(g.rows.size() * size_t(N));
-    const int64_t count = int64_t(g.rows.size());
-    if (count == 0 || N <= 0) return g;
-    const int64_t strip = count >= 64 ? N : std::min<int64_t>(N, 256);
-    const int64_t strips = (N + strip - 1) / strip;
     const int64_t* row = g.rows.data();
     double* ref = g.ref.data();
-    parallel_blocks(
-        uint64_t(count * strips), items_per_block(uint64_t(strip) * uint64_t(K)), [=](uint64_t begin, uint64_t end) {
-            for (int64_t u = int64_t(begin); u < int64_t(end); ++u) {
-                const int64_t r = u / strips, j0 = (u % strips) * strip;
-                matmul_reference_tile(A + row[r] * K, B, ref + r * N, N, K, 0, 1, j0, std::min(N, j0 + strip));
-            }
-        });
+    for_each_row_strip(int64_t(g.rows.size()), N, K, [=](int64_t r, int64_t j0, int64_t j1) {
+        matmul_reference_tile(A + row[r] * K, B, ref + r * N, N, K, 0, 1, j0, j1);
+    });
     return g;
 }
 
