@@ -447,9 +447,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         write_report(json_path, rep)
         sys.exit(1)
 
-    # 3. Speed: the graded variants of your build and of the reference, alternating, same run.
     # GRADE "K=variant name" entries name the variant each exercise writes; without them the
-    # lesson's key result is graded. Your default-size run above is the first of your runs.
+    # lesson's key result is graded.
     named = {g.split("=", 1)[1] for g in cm["GRADE"]}
     if named == {"-"}:  # GRADE "K=-": nothing to time
         rep["grade"] = "ungraded"
@@ -498,13 +497,13 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     else:
         take("mine", os.path.join(logs, "default.json"))
         first = rep["checks"][0]["seconds"]
+    taken = "ref" if timed_args else "mine"  # whose first run that was
     if runs is None:
         runs = 3 if first <= 1.5 else 2
     for r in range(runs):
         for who, path in (("ref", ref_exe), ("mine", mine_exe)):
-            if (who == "ref" and timed_args and r == 0) or (who == "mine" and not timed_args and r == 0):
-                continue  # taken above
-            timed(who, path, "%s-%d" % (who, r))
+            if r > 0 or who != taken:
+                timed(who, path, "%s-%d" % (who, r))
     after = gpu_state()
     rep["measurement"] = {"before": before, "after": after, "runs": runs, "args": " ".join(timed_args),
                           "how": "each run is the lesson at its default size (median of its --repeat samples)%s; "
@@ -560,17 +559,24 @@ def write_report(path, rep):
             json.dump(rep, f, indent=1)
 
 
+def read_reports(folder):
+    """(path, report) for every JSON file in folder, in name order; an unreadable one is bad input."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            out.append((p, json.load(open(p))))
+        except (OSError, ValueError) as e:
+            die("cannot read %s: %s" % (p, e))
+    return out
+
+
 def report_table(folder):
-    files = sorted(glob.glob(os.path.join(folder, "*.json")))
-    if not files:
+    reports = read_reports(folder)
+    if not reports:
         die("no JSON files in %s" % folder)
     print("| file | lesson | correct (sizes) | sanitizers | grade | of reference | of bound |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for p in files:
-        try:
-            r = json.load(open(p))
-        except (OSError, ValueError) as e:
-            die("cannot read %s: %s" % (p, e))
+    for p, r in reports:
         checks = r.get("checks", [])
         sizes = "%d/%d" % (sum(c["pass"] for c in checks), len(checks)) if checks else r.get("why", "-")
         san = "clean" if r.get("sanitizers") and all(s["clean"] for s in r["sanitizers"]) else ("-" if not r.get("sanitizers") else "errors")
@@ -586,11 +592,7 @@ def report_table(folder):
 def grades_summary(folder, out):
     """One summary of the check --solution JSON files in folder: GPU, date, and per lesson its grade."""
     lessons, gpus, dates = {}, set(), []
-    for p in sorted(glob.glob(os.path.join(folder, "*.json"))):
-        try:
-            r = json.load(open(p))
-        except (OSError, ValueError) as e:
-            die("cannot read %s: %s" % (p, e))
+    for _, r in read_reports(folder):
         if not isinstance(r, dict) or not r.get("solution") or "lesson" not in r:
             continue
         m = r.get("measurement", {}).get("before", {})
