@@ -106,7 +106,7 @@ missed=()
 pending=()  # lessons run (name, result, metric, fraction, seconds), waiting for their fault check
 for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
-  if [ ! -x "$exe" ]; then row "$name" "FAIL" "(not built)" "" "" ""; fails=$((fails+1)); continue; fi
+  if [ ! -x "$exe" ]; then pending+=("$name"$'\x1f'"FAIL"$'\x1f'"(not built)"$'\x1f'$'\x1f'); fails=$((fails+1)); continue; fi
   if [ "$SANITIZE" = 1 ]; then
     result=PASS; detail=""
     start=$(date +%s%N)
@@ -165,12 +165,14 @@ if [ ${#pending[@]} -gt 0 ]; then
   fault_start=$(date +%s%N)
   for entry in "${pending[@]}"; do
     name=${entry%%$'\x1f'*}
+    [ -x "$BIN/${name#[0-9][0-9]_}" ] || continue  # not built: no fault check
     while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-8}" ]; do wait -n; done
     ( "$BIN/${name#[0-9][0-9]_}" --quick --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
   done
   wait
   for entry in "${pending[@]}"; do
     IFS=$'\x1f' read -r name result metric frac secs <<<"$entry"
+    if [ "$metric" = "(not built)" ]; then row "$name" "$result" "$metric" "" "" ""; continue; fi
     frc=$(cat "$RES/$name.fault.rc" 2>/dev/null || echo none); rm -f "$RES/$name.fault.rc"
     if [ "$frc" = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
     else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
