@@ -58,17 +58,22 @@ __global__ void vectorAdd4(const float* a, const float* b, float* c, size_t n) {
 }
 
 struct AddRun {
-    std::vector<float> h_c, h_c4;  // GPU results of vectorAdd and vectorAdd4, copied back
-    double first_launch_ms = 0;    // the verified launch, timed by hand with one pair of CUDA events
+    verify::host_vector<float> h_c, h_c4;  // GPU results of vectorAdd and vectorAdd4, copied back
+    double first_launch_ms = 0;            // the verified launch, timed by hand with one pair of CUDA events
     double kernel_ms = 0, kernel4_ms = 0, h2d_ms = 0, d2h_ms = 0;
 };
 
 // The whole memory-management story for one vector length.
-static AddRun add_on_gpu(const std::vector<float>& h_a, const std::vector<float>& h_b, int threads, int repeat) {
+static AddRun add_on_gpu(const verify::host_vector<float>& h_a, const verify::host_vector<float>& h_b, int threads,
+                         int repeat) {
     const size_t n = h_a.size(), bytes = n * sizeof(float);
     AddRun run;
-    run.h_c.resize(n);
+    run.h_c.resize(n);  // host_vector: not zeroed on one core; the pages are touched below, on all cores
     run.h_c4.resize(n);
+    // Touch the result buffers' pages before any copy lands in them: the timed D2H copy then
+    // measures the transfer, not the operating system handing out fresh pages one by one.
+    verify::parallel_memset(run.h_c.data(), 0, bytes);
+    verify::parallel_memset(run.h_c4.data(), 0, bytes);
 
     // 1. Allocate device memory.
     float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
@@ -164,25 +169,26 @@ int main(int argc, char** argv) {
 
     // Part 1: the original text's example, 1000 elements (random, not constant, inputs).
     {
-        std::vector<float> h_a(1000), h_b(1000);
+        verify::host_vector<float> h_a(1000), h_b(1000);
         verify::fill_uniform(h_a.data(), 1000, opt.seed);
         verify::fill_uniform(h_b.data(), 1000, opt.seed + 1);
         AddRun small = add_on_gpu(h_a, h_b, static_cast<int>(threads), 1);
-        std::vector<double> ref(1000);
+        verify::host_vector<double> ref(1000);
         verify::add_reference(h_a.data(), h_b.data(), ref.data(), 1000);
         report.check(verify::compare(small.h_c.data(), ref.data(), 1000, 1e-5, "1000-element example, every element"));
         report.check(verify::compare(small.h_c4.data(), ref.data(), 1000, 1e-5, "1000-element example, vectorAdd4"));
     }
 
-    // Part 2: a vector large enough to measure.
-    std::vector<float> h_a(N), h_b(N);
+    // Part 2: a vector large enough to measure. host_vector: the parallel fill is the first to
+    // touch its pages (a std::vector of 512 MB would first be zeroed on one core).
+    verify::host_vector<float> h_a(N), h_b(N);
     verify::fill_uniform(h_a.data(), N, opt.seed + 2);
     verify::fill_uniform(h_b.data(), N, opt.seed + 3);
     AddRun big = add_on_gpu(h_a, h_b, static_cast<int>(threads), static_cast<int>(opt.repeat));
     if (opt.inject_fault) verify::inject_fault(big.h_c.data(), N, opt.seed);
 
     lesson::HostTimer cpu;
-    std::vector<double> ref(N);
+    verify::host_vector<double> ref(N);  // every element written by add_reference
     verify::add_reference(h_a.data(), h_b.data(), ref.data(), N);
     report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     report.check(verify::compare(big.h_c.data(), ref.data(), N, 1e-5, "n-element vectorAdd, every element"));
