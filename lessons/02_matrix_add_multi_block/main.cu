@@ -125,11 +125,12 @@ struct Result {
 };
 
 // One rows x cols add: random A and B on the host and on the device, C on the device, and the
-// double reference, made once and shared by every thread mapping that runs on it.
+// double reference, made once and shared by every thread mapping that runs on it; h_C receives
+// each mapping's C in turn.
 struct Problem {
     int rows = 0, cols = 0;
-    std::vector<float> h_A, h_B;
-    std::vector<double> ref;
+    verify::host_vector<float> h_A, h_B, h_C;  // not zeroed on one core: filled, or touched in parallel, first
+    verify::host_vector<double> ref;
     float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
     double cpu_ms = 0;  // time of the reference
 };
@@ -141,6 +142,8 @@ static Problem make_problem(int rows, int cols, uint64_t seed) {
     const size_t count = size_t(rows) * cols, bytes = count * sizeof(float);
     p.h_A.resize(count);
     p.h_B.resize(count);
+    p.h_C.resize(count);
+    verify::parallel_memset(p.h_C.data(), 0, bytes);  // its pages touched on all cores before a copy lands there
     verify::fill_uniform(p.h_A.data(), count, seed + rows + 7 * cols);
     verify::fill_uniform(p.h_B.data(), count, seed + rows + 7 * cols + 1);
     CUDA_CHECK(cudaMalloc(&p.d_A, bytes));
@@ -162,7 +165,7 @@ static void free_problem(Problem& p) {
 }
 
 // Launch one mapping over a 2D grid, copy C out, verify it; then time it (repeat > 0).
-static Result add_matrix(const Problem& p, const Mapping& mapping, int repeat, bool inject, uint64_t seed) {
+static Result add_matrix(Problem& p, const Mapping& mapping, int repeat, bool inject, uint64_t seed) {
     const int rows = p.rows, cols = p.cols;
     const size_t count = size_t(rows) * cols, bytes = count * sizeof(float);
     const float *d_A = p.d_A, *d_B = p.d_B;
@@ -179,14 +182,14 @@ static Result add_matrix(const Problem& p, const Mapping& mapping, int repeat, b
         CUDA_CHECK_LAUNCH();
     };
     launch();
-    std::vector<float> h_C(count);
-    CUDA_CHECK(cudaMemcpy(h_C.data(), d_C, bytes, cudaMemcpyDeviceToHost));
+    float* h_C = p.h_C.data();
+    CUDA_CHECK(cudaMemcpy(h_C, d_C, bytes, cudaMemcpyDeviceToHost));
 
     Result r;
     if (repeat > 0) r.ms = lesson::time_median_ms(repeat, launch);
-    if (inject) verify::inject_fault(h_C.data(), count, seed);
+    if (inject) verify::inject_fault(h_C, count, seed);
     std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " " + mapping.name + ", every element";
-    r.check = verify::compare(h_C.data(), p.ref.data(), count, 1e-5, what);
+    r.check = verify::compare(h_C, p.ref.data(), count, 1e-5, what);
     return r;
 }
 
