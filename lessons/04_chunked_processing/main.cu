@@ -96,7 +96,11 @@ int main(int argc, char** argv) {
     report.yardstick("D2H pageable cudaMemcpy, chunk-sized burst", link.d2h, "GB/s");
 
     // 1. Allocate once, sized for one chunk, and reuse for every chunk.
-    std::vector<float> h_in(chunk_elems), h_c(chunk_elems);  // value-initialized: pages touched before any copy
+    // Pages touched before any copy (a pageable copy into fresh pages would also time the page
+    // faults), on all host cores: a std::vector would zero them on one.
+    verify::host_vector<float> h_in(chunk_elems), h_c(chunk_elems);
+    verify::parallel_memset(h_in.data(), 0, chunk_bytes);
+    verify::parallel_memset(h_c.data(), 0, chunk_bytes);
     float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
     CUDA_CHECK(cudaMalloc(&d_a, chunk_bytes));
     CUDA_CHECK(cudaMalloc(&d_b, chunk_bytes));
