@@ -86,10 +86,13 @@ struct BatchCheck {
     uint64_t sampled = 0;
     explicit BatchCheck(int64_t n)
         : sums(1e-4, double(n) * std::sqrt(double(n)) / 3.0), products(1e-4, std::sqrt(double(n)) / 3.0) {}
-    void add(const float* C, int64_t n, const lesson::Chunk& c, const ChunkReference& ref) {
+    // The sums of the GPU's products on `threads` host threads (0: all cores); each sum is the same
+    // single loop whichever thread runs it, so the check comes out the same for any count.
+    void add(const float* C, int64_t n, const lesson::Chunk& c, const ChunkReference& ref, int threads = 1) {
         const uint64_t nn = uint64_t(n) * n;
         std::vector<double> gpu_sums(c.count);
-        for (uint64_t p = 0; p < c.count; ++p) gpu_sums[p] = verify::sum_of(C + p * nn, nn);
+        verify::parallel_for(
+            int64_t(c.count), [&](int64_t p) { gpu_sums[p] = verify::sum_of(C + p * nn, nn); }, threads);
         sums.add(gpu_sums.data(), ref.sums.data(), c.count, c.first);  // bad index = product index
         for (size_t i = 0; i < ref.sampled.size(); ++i) {
             const uint64_t p = ref.sampled[i];
@@ -172,7 +175,8 @@ int main(int argc, char** argv) {
     report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     auto check_staged = [&](const std::string& run) {
         BatchCheck check(n);
-        for (uint64_t c = 0; c < plan.count; ++c) check.add(h_C + plan.at(c).first * nn, n, plan.at(c), refs[c]);
+        for (uint64_t c = 0; c < plan.count; ++c)  // outside any timed region: on all host cores
+            check.add(h_C + plan.at(c).first * nn, n, plan.at(c), refs[c], 0);
         check.report_to(report, run, batch);
     };
 
@@ -284,7 +288,7 @@ int main(int argc, char** argv) {
     double ms_by_slots[2] = {0, 0};  // 1 stream, then --streams streams
     for (int v = 0; v < (S > 1 ? 2 : 1); ++v) {
         const uint64_t slots = (v == 0) ? 1 : S;
-        std::memset(h_C, 0xFF, batch * mat_bytes);  // NaN poison on the host side this time
+        verify::parallel_memset(h_C, 0xFF, batch * mat_bytes);  // NaN poison on the host side this time
         staged_pipeline(slots);
         CUDA_CHECK(cudaStreamSynchronize(stream[0]));
         const std::string name = "chunked, staged, " + std::to_string(slots) + (slots == 1 ? " stream" : " streams");
