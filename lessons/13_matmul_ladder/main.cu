@@ -1,20 +1,10 @@
-// Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to cuBLAS.
-// Before: lesson 12 (12_transpose). Next: lesson 14 (14_reduction).
-// Run: ./build/bin/matmul_ladder [--quick]   (--help lists every flag; README.md is the handout)
-//
-// The SGEMM ladder: from shared-memory tiles to the rate of cuBLAS.
-//
-// C = A * B in fp32, row-major (A is M x K, B is K x N, C is M x N), FFMA only (no tensor
-// cores). Before: lesson 06 (tiled matmul) and lesson 12 (the transpose ladder). The ten
-// rungs live in kernels/N_name.cuh, one file each with its launcher, so that a diff of two
-// neighbouring files shows one idea. This file is the host side: flags, the rung table,
-// allocation, the checks against a double-precision CPU reference (a square shape and two
-// awkward ones) and, at the timed shape, element by element against cuBLAS SGEMM, timing
-// and the report. README.md gives the reuse arithmetic of every rung. Next: tensor cores.
-//
-// Run: ./build/bin/matmul_ladder              every rung at 4096^3
-//      ./build/bin/matmul_ladder --rung=10    one rung alone (1..10), still checked
-//      ./build/bin/matmul_ladder --sweep      also rung 7 in 13 tile configurations
+// Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
+// Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
+// Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
+//      ./build/bin/matmul_ladder --rung=10   one rung alone (1..10), still checked
+//      ./build/bin/matmul_ladder --sweep     also rung 7 in 13 tile configurations
+// C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
+// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -49,17 +39,15 @@
 #include "kernels/8_wide_tile.cuh"
 #include "kernels/9_register_double_buffer.cuh"
 
-// cuBLAS is column-major. A row-major M x K matrix read column-major is its transpose, so
-// lesson::sgemm_row_major asks for C^T (N x M) = B^T (N x K) * A^T (K x M): B first, M and N
-// swapped (common/gemm.h; lesson 08 writes the call out). No copies, no transposes. main()
-// sets CUBLAS_DEFAULT_MATH: true fp32, no TF32 tensor cores.
+// cuBLAS is column-major: lesson::sgemm_row_major (common/gemm.h; lesson 08 writes the call out) asks for
+// C^T = B^T * A^T, B first and M, N swapped, with no copies. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32.
 static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
     lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
 }
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
 struct Rung {
-    const char* name;
+    std::string name;
     void (*launch)(const Gemm&);
     int smem_bytes;  // dynamic shared memory per block; 0: static only, under the 48 KB every GPU gives
 };
@@ -77,30 +65,42 @@ static const Rung kLadder[] = {
 };
 constexpr int kRungs = int(std::size(kLadder));
 
-// --sweep: rung 7 over tile configurations ("BMxBNxBK wWMxWN tTMxTN sSTAGES").
-template <class Cfg>
-constexpr Rung rung7_as(const char* name) {
-    return {name, rung7::launch<Cfg>, Cfg::kSmemBytes};
+// --sweep: rung 7 in 13 tile configurations, WarpTiling<kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks>,
+// each named "7: " and its tiles_text ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "7: 128x128x8 w64x32 t8x8 s2").
+template <class... Cfg>
+static std::vector<Rung> rung7_sweep() {
+    return {Rung{"7: " + rung7::tiles_text<Cfg>(), rung7::launch<Cfg>, Cfg::kSmemBytes}...};
 }
-using rung7::WarpTiling;  // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks
-static const Rung kSweep[] = {
-    rung7_as<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>>("7: 128x128x8 w64x32 t8x8 s2"),
-    rung7_as<WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>>("7: 128x128x8 w64x32 t8x8 s3"),
-    rung7_as<WarpTiling<128, 128, 8, 32, 64, 8, 8, 3, 2>>("7: 128x128x8 w32x64 t8x8 s3"),
-    rung7_as<WarpTiling<128, 128, 16, 64, 32, 8, 8, 3, 2>>("7: 128x128x16 w64x32 t8x8 s3"),
-    rung7_as<WarpTiling<128, 128, 8, 64, 64, 16, 8, 2, 2>>("7: 128x128x8 w64x64 t16x8 s2"),
-    rung7_as<WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>>("7: 128x128x8 w64x64 t16x8 s3"),
-    rung7_as<WarpTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>>("7: 128x128x8 w64x64 t16x8 s4"),
-    rung7_as<WarpTiling<128, 128, 16, 64, 64, 16, 8, 3, 2>>("7: 128x128x16 w64x64 t16x8 s3"),
-    rung7_as<WarpTiling<128, 128, 16, 64, 64, 16, 8, 4, 2>>("7: 128x128x16 w64x64 t16x8 s4"),
-    rung7_as<WarpTiling<128, 128, 8, 64, 64, 8, 16, 3, 2>>("7: 128x128x8 w64x64 t8x16 s3"),
-    rung7_as<WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>>("7: 128x256x8 w64x64 t16x8 s3"),
-    rung7_as<WarpTiling<256, 128, 8, 64, 64, 16, 8, 3, 1>>("7: 256x128x8 w64x64 t16x8 s3"),
-    rung7_as<WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>("7: 128x256x16 w64x64 t16x8 s3"),
-};
+using rung7::WarpTiling;
+static const std::vector<Rung> kSweep =
+    rung7_sweep<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>,
+                WarpTiling<128, 128, 8, 32, 64, 8, 8, 3, 2>, WarpTiling<128, 128, 16, 64, 32, 8, 8, 3, 2>,
+                WarpTiling<128, 128, 8, 64, 64, 16, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>,
+                WarpTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 16, 64, 64, 16, 8, 3, 2>,
+                WarpTiling<128, 128, 16, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 8, 64, 64, 8, 16, 3, 2>,
+                WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>, WarpTiling<256, 128, 8, 64, 64, 16, 8, 3, 1>,
+                WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>();
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (lesson contract)
+
+// Fills h_A and h_B at random (seeds seed and seed + 1) and copies them to the device, with room for C there.
+static Gemm upload(const Shape& s, uint64_t seed, std::vector<float>& h_A, std::vector<float>& h_B) {
+    verify::fill_uniform(h_A.data(), h_A.size(), seed);
+    verify::fill_uniform(h_B.data(), h_B.size(), seed + 1);
+    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_A, s.a() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_B, s.b() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_C, s.c() * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), s.a() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), s.b() * sizeof(float), cudaMemcpyHostToDevice));
+    return {s.M, s.N, s.K, d_A, d_B, d_C};
+}
+static void free_gemm(const Gemm& g) {  // A and B are const in Gemm (the kernels only read them)
+    CUDA_CHECK(cudaFree(const_cast<float*>(g.A)));
+    CUDA_CHECK(cudaFree(const_cast<float*>(g.B)));
+    CUDA_CHECK(cudaFree(g.C));
+}
 
 // Poison C (0xFF bytes are NaN), run once, copy C back: that copy is what gets verified.
 template <class Launch>
@@ -112,38 +112,24 @@ static void run_once(Launch launch, const Gemm& g, float* h_C) {
     CUDA_CHECK(cudaMemcpy(h_C, g.C, bytes, cudaMemcpyDeviceToHost));
 }
 
-// Part 1: cuBLAS and the chosen rungs against the double-precision CPU reference, every element.
+// Part 1, one shape: cuBLAS and the chosen rungs against the double-precision CPU reference, every element.
+// Returns the reference's time. --inject-fault (inject) corrupts the last result checked.
 static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle, const std::vector<const Rung*>& rungs,
                            bool inject, lesson::Report& report) {
     std::vector<float> h_A(s.a()), h_B(s.b()), h_C(s.c());
-    verify::fill_uniform(h_A.data(), h_A.size(), seed);
-    verify::fill_uniform(h_B.data(), h_B.size(), seed + 1);
+    const Gemm g = upload(s, seed, h_A, h_B);
     std::vector<double> ref(s.c());
     lesson::HostTimer cpu;
     verify::matmul_reference(h_A.data(), h_B.data(), ref.data(), s.M, s.N, s.K);
     const double cpu_ms = cpu.ms();
-
-    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_A, s.a() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_B, s.b() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_C, s.c() * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), s.a() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), s.b() * sizeof(float), cudaMemcpyHostToDevice));
-    const Gemm g{s.M, s.N, s.K, d_A, d_B, d_C};
-    const auto check = [&](const std::string& name, bool inject_here) {  // --inject-fault hits the last one
-        if (inject_here) verify::inject_fault(h_C.data(), s.c(), seed);
+    for (size_t i = 0; i <= rungs.size(); ++i) {  // i = 0: cuBLAS, then the rungs
+        run_once([&] { i == 0 ? launch_cublas(handle, g) : rungs[i - 1]->launch(g); }, g, h_C.data());
+        if (inject && i == rungs.size()) verify::inject_fault(h_C.data(), s.c(), seed);
+        const std::string name = i == 0 ? "cuBLAS SGEMM fp32" : rungs[i - 1]->name;
         report.check(
             verify::compare(h_C.data(), ref.data(), s.c(), kTol, name + " vs CPU, every element of " + s.text()));
-    };
-    run_once([&] { launch_cublas(handle, g); }, g, h_C.data());
-    check("cuBLAS SGEMM fp32", inject && rungs.empty());
-    for (const Rung* r : rungs) {
-        run_once([&] { r->launch(g); }, g, h_C.data());
-        check(r->name, inject && r == rungs.back());
     }
-    CUDA_CHECK(cudaFree(d_A));
-    CUDA_CHECK(cudaFree(d_B));
-    CUDA_CHECK(cudaFree(d_C));
+    free_gemm(g);
     return cpu_ms;
 }
 
@@ -164,14 +150,13 @@ int main(int argc, char** argv) {
     if (!cli.given("m")) m = n;
     if (!cli.given("k")) k = n;
     const Shape timed{int(m), int(n), int(k)};
-    // Part 1 shapes: a square one, one whose rows are not 16-byte aligned (K, N odd) and one that
-    // is aligned but cuts every tile short. Part 2: the timed shape.
-    const std::vector<Shape> checks = opt.quick
-                                          ? std::vector<Shape>{{128, 128, 128}, {201, 123, 77}, {100, 260, 44}}
-                                          : std::vector<Shape>{{1024, 1024, 1024}, {1000, 1023, 1025}, {333, 516, 260}};
+    // Part 1 shapes: a square one, one whose rows are not 16-byte aligned (K, N odd) and one that is aligned but
+    // cuts every tile short. Part 2: the timed shape.
+    std::vector<Shape> checks{{1024, 1024, 1024}, {1000, 1023, 1025}, {333, 516, 260}};
+    if (opt.quick) checks = {{128, 128, 128}, {201, 123, 77}, {100, 260, 44}};
 
-    // Host: A, B, the cuBLAS result and one rung's result as floats (part 2), or the same plus a
-    // double reference (part 1). Device: A, B, two results.
+    // Host: A, B, the cuBLAS result and one rung's result as floats (part 2), or the same plus a double reference
+    // (part 1). Device: A, B, two results.
     uint64_t host_bytes = (timed.a() + timed.b() + 2 * timed.c()) * sizeof(float) + 16 * size_t(timed.N) * 8;
     for (const Shape& s : checks)
         host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b() + s.c()) * sizeof(float) + s.c() * sizeof(double));
@@ -192,78 +177,62 @@ int main(int argc, char** argv) {
     report.config("seed", opt.seed);
     report.config("tolerance_rel_l2", kTol);
 
-    // The rungs to run: every one, or --rung=N alone. A rung that asks for more shared memory per
-    // block than this GPU can give (rung 7's 74 KB on a 64 KB Turing) is skipped, with a note.
+    // The rungs to run: every one, or --rung=N alone (the ladder), then --sweep's. A rung that asks for more shared
+    // memory per block than this GPU gives (rung 7's 74 KB on a 64 KB Turing) is skipped, with a note.
     const auto runnable = [&](const Rung& r) {
         if (size_t(r.smem_bytes) <= prop.sharedMemPerBlockOptin) return true;
-        report.note(std::string("skipped '") + r.name + "': it needs " + std::to_string(r.smem_bytes) +
+        report.note("skipped '" + r.name + "': it needs " + std::to_string(r.smem_bytes) +
                     " bytes of shared memory per block, this GPU gives at most " +
                     std::to_string(prop.sharedMemPerBlockOptin) + " (sharedMemPerBlockOptin)");
         return false;
     };
-    std::vector<const Rung*> ladder, timed_rungs;
+    std::vector<const Rung*> ladder;
     for (int i = 0; i < kRungs; ++i)
         if ((rung == 0 || rung == i + 1) && runnable(kLadder[i])) ladder.push_back(&kLadder[i]);
-    timed_rungs = ladder;
-    if (sweep)
-        for (const Rung& r : kSweep)
-            if (runnable(r)) timed_rungs.push_back(&r);
+    std::vector<const Rung*> timed_rungs = ladder;
+    for (const Rung& r : kSweep)
+        if (sweep && runnable(r)) timed_rungs.push_back(&r);
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));
     CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // true fp32: no TF32 tensor cores
 
-    // Part 1: correctness on the CPU shapes.
+    // Part 1: correctness on the CPU shapes; the report gives the CPU time of the first (square) one, all host cores.
     const uint64_t seed = static_cast<uint64_t>(opt.seed);
-    double cpu_ms = 0;
-    for (size_t i = 0; i < checks.size(); ++i) {
-        const double ms = check_on_cpu(checks[i], seed + 10 * i, handle, ladder, opt.inject_fault && i == 0, report);
-        if (i == 0) cpu_ms = ms;
-    }
-    report.cpu_reference_ms(cpu_ms, verify::host_threads());  // for the first (square) shape, all host cores
+    const double cpu_ms = check_on_cpu(checks[0], seed, handle, ladder, opt.inject_fault, report);
+    for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, ladder, false, report);
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
-    // Part 2: speed at the timed shape. Allocate, copy in.
+    // Part 2: speed at the timed shape. cuBLAS writes its own C (d_ref): the yardstick and the GPU-side reference,
+    // itself checked against the CPU on sampled rows (all rows for small shapes).
     std::vector<float> h_A(timed.a()), h_B(timed.b()), h_ref(timed.c()), h_C(timed.c());
-    verify::fill_uniform(h_A.data(), h_A.size(), seed + 100);
-    verify::fill_uniform(h_B.data(), h_B.size(), seed + 101);
-    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr, *d_ref = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_A, timed.a() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_B, timed.b() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_C, timed.c() * sizeof(float)));
+    const Gemm g = upload(timed, seed + 100, h_A, h_B);
+    float* d_ref = nullptr;
     CUDA_CHECK(cudaMalloc(&d_ref, timed.c() * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), timed.a() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), timed.b() * sizeof(float), cudaMemcpyHostToDevice));
-    const double flop = 2.0 * double(timed.M) * timed.N * timed.K;
-    const auto gflops = [&](double ms) { return flop / (ms * 1e6); };
-
-    // cuBLAS: the yardstick and the GPU-side reference; itself checked against the CPU on
-    // sampled rows (all rows for small shapes).
-    const Gemm gref{timed.M, timed.N, timed.K, d_A, d_B, d_ref};
+    const Gemm gref{timed.M, timed.N, timed.K, g.A, g.B, d_ref};
     run_once([&] { launch_cublas(handle, gref); }, gref, h_ref.data());
-    {
-        const int64_t samples =
-            double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
-        const verify::GemmRows ref = verify::gemm_reference_rows(
-            h_A.data(), h_B.data(), timed.N, timed.K, verify::sample_rows(timed.M, samples, seed + 102, true));
-        report.check(
-            ref.check_in(h_ref.data(), kTol, "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
-    }
-    // cuBLAS is timed before the rungs and again after them, and the faster time is the yardstick:
-    // a cuBLAS sample that caught the GPU at a lower clock would otherwise flatter every rung.
-    const double cublas_first_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
+    const int64_t samples = double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
+    const verify::GemmRows rows = verify::gemm_reference_rows(h_A.data(), h_B.data(), timed.N, timed.K,
+                                                              verify::sample_rows(timed.M, samples, seed + 102, true));
+    report.check(
+        rows.check_in(h_ref.data(), kTol, "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
 
-    // Each rung: launch, copy out, verify against cuBLAS element by element, time.
-    const Gemm g{timed.M, timed.N, timed.K, d_A, d_B, d_C};
+    // cuBLAS is timed before the rungs and again after them, and the faster time is the yardstick: a cuBLAS sample
+    // that caught the GPU at a lower clock would otherwise flatter every rung. Each rung: launch, copy out, verify
+    // against cuBLAS element by element, time.
+    const double cublas_first_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
     std::vector<double> rung_ms;
     for (const Rung* r : timed_rungs) {
         run_once([&] { r->launch(g); }, g, h_C.data());
         report.check(verify::compare(h_C.data(), h_ref.data(), timed.c(), kTol,
-                                     std::string(r->name) + " vs cuBLAS, every element of " + timed.text()));
+                                     r->name + " vs cuBLAS, every element of " + timed.text()));
         rung_ms.push_back(lesson::time_median_ms(int(opt.repeat), [&] { r->launch(g); }));
     }
     const double cublas_last_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
-    const double cublas_ms = std::min(cublas_first_ms, cublas_last_ms);
-    const double cublas_gflops = gflops(cublas_ms);
+
+    // The report: GFLOP/s at 2*M*N*K flops, cuBLAS against the FP32 peak, each rung against cuBLAS.
+    const auto gflops = [&](double ms) { return 2.0 * double(timed.M) * timed.N * timed.K / (ms * 1e6); };
+    const double cublas_ms = std::min(cublas_first_ms, cublas_last_ms), cublas_gflops = gflops(cublas_ms);
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt);
     const std::string small = lesson::small_gemm_note(timed.M, timed.N, prop);
     report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
@@ -272,38 +241,32 @@ int main(int argc, char** argv) {
     report.metric("cuBLAS SGEMM fp32, timed after the rungs", cublas_last_ms, "ms");
     report.timing(lesson::kTimingMethod);
     report.variant_bound("cuBLAS SGEMM fp32", cublas_ms, cublas_gflops, "GFLOP/s", peak, "FP32 peak");
-    std::string best;
-    double best_gflops = 0;
-    for (size_t i = 0; i < timed_rungs.size(); ++i) {
-        const double ms = rung_ms[i];
-        report.variant_yardstick(timed_rungs[i]->name, ms, gflops(ms), "GFLOP/s", cublas_gflops, "cuBLAS", small);
-        if (i < ladder.size() && gflops(ms) > best_gflops) {  // the key result is the ladder's best rung
-            best_gflops = gflops(ms);
-            best = timed_rungs[i]->name;
-        }
-    }
-
+    // The key result is the ladder's best rung: the fastest of the first ladder.size() timed rungs.
+    const size_t best = std::min_element(rung_ms.begin(), rung_ms.begin() + ladder.size()) - rung_ms.begin();
+    const double best_gflops = ladder.empty() ? 0 : gflops(rung_ms[best]);
+    for (size_t i = 0; i < timed_rungs.size(); ++i)
+        report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
+                                 "cuBLAS", small);
     report.note(
-        "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load "
-        "zeros and store only inside C; rungs 4-10 use 16-byte accesses only where a row starts 16-byte "
-        "aligned (K % 4 == 0 for A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-10 "
-        "load tiles that lie wholly inside the matrices without checks");
+        "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load zeros and "
+        "store only inside C; rungs 4-10 use 16-byte accesses only where a row starts 16-byte aligned (K % 4 == 0 for "
+        "A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-10 load tiles that lie wholly inside "
+        "the matrices without checks");
     report.note(
-        "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked "
-        "against the CPU on sampled rows");
+        "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked against the CPU "
+        "on sampled rows");
     char key[160];
-    if (best.empty()) std::snprintf(key, sizeof key, "no ladder rung ran at %s (see the notes)", timed.text().c_str());
+    if (ladder.empty())
+        std::snprintf(key, sizeof key, "no ladder rung ran at %s (see the notes)", timed.text().c_str());
     else
-        std::snprintf(key, sizeof key, "best rung '%s' %.0f GFLOP/s at %s", best.c_str(), best_gflops,
-                      timed.text().c_str());
+        std::snprintf(key, sizeof key, "best rung '%s' %.0f GFLOP/s at %s", timed_rungs[best]->name.c_str(),
+                      best_gflops, timed.text().c_str());
     report.key_result(key, best_gflops / cublas_gflops, "cuBLAS fp32", lesson::Against::Yardstick, small);
     report.default_size(cli.at_default_size());
     report.target("best rung vs cuBLAS fp32", best_gflops / cublas_gflops, 0.98, "x");
 
     CUBLAS_CHECK(cublasDestroy(handle));
-    CUDA_CHECK(cudaFree(d_A));
-    CUDA_CHECK(cudaFree(d_B));
-    CUDA_CHECK(cudaFree(d_C));
+    free_gemm(g);
     CUDA_CHECK(cudaFree(d_ref));
     return report.finish(opt.json);
 }
