@@ -15,7 +15,7 @@
 #
 # Environment: BUILD_DIR (default build), CUDAARCHS (e.g. 90) to pick the GPU
 # architecture instead of "native". Each lesson's log and JSON report go to
-# $BUILD_DIR/results/. Each lesson is also run once with --quick --inject-fault,
+# $BUILD_DIR/results/. Each lesson is also run once with --quick --repeat=1 --inject-fault,
 # which must FAIL (the check can catch a wrong element); those runs come after
 # every timed run, FAULT_JOBS (default 8) at a time. Every WARNING line a lesson
 # prints (a rate above its bound: a measurement error) is listed after the table.
@@ -158,7 +158,7 @@ for name in "${lessons[@]}"; do
   echo "$name: $result ($secs s) $metric${frac:+ | $frac}"
 done
 
-# The fault checks: each lesson again at --quick, corrupted on purpose (--inject-fault); it must
+# The fault checks: each lesson again at --quick --repeat=1, corrupted on purpose (--inject-fault); it must
 # FAIL with exit 1. Nothing in them is timed, so they run after every timed run, FAULT_JOBS
 # (default 8) at a time.
 if [ ${#pending[@]} -gt 0 ]; then
@@ -167,7 +167,7 @@ if [ ${#pending[@]} -gt 0 ]; then
     name=${entry%%$'\x1f'*}
     [ -x "$BIN/${name#[0-9][0-9]_}" ] || continue  # not built: no fault check
     while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-8}" ]; do wait -n; done
-    ( "$BIN/${name#[0-9][0-9]_}" --quick --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
+    ( "$BIN/${name#[0-9][0-9]_}" --quick --repeat=1 --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
   done
   wait
   for entry in "${pending[@]}"; do
