@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 #include "catch_shim.hpp"
@@ -75,6 +76,44 @@ TEST_CASE("compare: chunked accumulation equals one-shot", "[compare]") {
     CHECK(c.checked == 3000);
     CHECK(c.first_bad == 2500);
     CHECK_FALSE(c.pass);
+}
+
+TEST_CASE("compare: one-block Comparers added in order equal adding their pieces", "[compare]") {
+    std::vector<float> a(30000);
+    verify::fill_uniform(a.data(), a.size(), 6);
+    std::vector<double> ref(a.size());
+    for (size_t i = 0; i < a.size(); ++i) ref[i] = double(a[i]) * (1.0 + 1e-7 * double(i % 7));
+    a[12345] = 9.0f;
+    a[22222] = std::numeric_limits<float>::quiet_NaN();
+    const uint64_t piece = 7500;  // one block each (<= kReduceBlock)
+    verify::Comparer direct(1e-5, 0.5), merged(1e-5, 0.5);
+    std::vector<verify::Comparer> parts(a.size() / piece, verify::Comparer(1e-5, 0.5));
+    for (uint64_t k = 0; k < parts.size(); ++k) {
+        direct.add(a.data() + k * piece, ref.data() + k * piece, piece, k * piece);
+        parts[k].add(a.data() + k * piece, ref.data() + k * piece, piece, k * piece);
+    }
+    for (const verify::Comparer& p : parts) merged.add(p);
+    const lesson::Check d = direct.result("direct"), m = merged.result("merged");
+    CHECK(m.checked == d.checked);
+    CHECK(m.first_bad == 12345);
+    CHECK(m.first_bad == d.first_bad);
+    CHECK(m.bad_count == d.bad_count);
+    CHECK(std::isnan(m.max_abs));
+    CHECK(std::memcmp(&m.rel_l2, &d.rel_l2, sizeof(double)) == 0);
+    CHECK_FALSE(m.pass);
+
+    a[22222] = 0.5f;  // finite now: the sums must match bit for bit
+    verify::Comparer direct2(1e-5, 0.5), merged2(1e-5, 0.5);
+    for (uint64_t k = 0; k < parts.size(); ++k) {
+        direct2.add(a.data() + k * piece, ref.data() + k * piece, piece, k * piece);
+        verify::Comparer p(1e-5, 0.5);
+        p.add(a.data() + k * piece, ref.data() + k * piece, piece, k * piece);
+        merged2.add(p);
+    }
+    const lesson::Check d2 = direct2.result("direct"), m2 = merged2.result("merged");
+    CHECK(std::memcmp(&m2.rel_l2, &d2.rel_l2, sizeof(double)) == 0);
+    CHECK(std::memcmp(&m2.max_abs, &d2.max_abs, sizeof(double)) == 0);
+    CHECK(m2.bad_count == d2.bad_count);
 }
 
 TEST_CASE("compare: inject_fault makes a passing output fail", "[compare]") {

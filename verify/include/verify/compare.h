@@ -40,6 +40,15 @@ public:
         n_ += n;
     }
 
+    // Everything another Comparer has accumulated, as if its pieces had been added here: its sums
+    // are added to these as one block's. Where it holds one block (a single add() of at most
+    // kReduceBlock elements), that is the very block add() would have merged, so pieces compared
+    // on separate threads, each in a Comparer of its own, then added in order give the same bits.
+    void add(const Comparer& part) {
+        merge(Tally{part.diff2_, part.ref2_, part.max_abs_, part.first_bad_, part.bad_});
+        n_ += part.n_;
+    }
+
     lesson::Check result(const std::string& what) const {
         lesson::Check c;
         c.what = what;
