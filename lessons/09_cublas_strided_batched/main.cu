@@ -166,12 +166,18 @@ int main(int argc, char** argv) {
     verify::fill_uniform(h_B, batch * nn, opt.seed + 1);
     report.metric("host generation of the staged batch", gen.ms(), "ms");
 
+    // One chunk's reference per host thread where there are at least as many chunks as threads (the
+    // helpers inside then run inline, each sum and product the same loop as on all cores): a chunk's
+    // O(n^2) sums and few products are too little work to spread over every core one chunk at a time.
     lesson::HostTimer cpu;
-    std::vector<ChunkReference> refs;
-    for (uint64_t c = 0; c < plan.count; ++c) {
-        const lesson::Chunk ch = plan.at(c);
-        refs.push_back(reference_for_chunk(h_A + ch.first * nn, h_B + ch.first * nn, n, ch, samples, opt.seed));
-    }
+    std::vector<ChunkReference> refs(plan.count);
+    verify::parallel_for(
+        int64_t(plan.count),
+        [&](int64_t c) {
+            const lesson::Chunk ch = plan.at(uint64_t(c));
+            refs[c] = reference_for_chunk(h_A + ch.first * nn, h_B + ch.first * nn, n, ch, samples, opt.seed);
+        },
+        plan.count >= uint64_t(verify::host_threads()) ? 0 : 1);
     report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     auto check_staged = [&](const std::string& run) {
         BatchCheck check(n);
