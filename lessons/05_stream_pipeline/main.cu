@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/ceilings.h"
@@ -224,6 +225,16 @@ int main(int argc, char** argv) {
     lesson::require_host_memory(2 * pool_bytes + 2 * total_bytes + 2 * total_bytes +
                                     (4 + 2 * uint64_t(S_max)) * chunk_bytes,
                                 "pinned + pageable", sizes);
+    // The reference of C (A + B in double, from each element's global index) needs no GPU: it is
+    // made on a host thread of its own while the CUDA context starts and the pinned buffers are
+    // allocated, and joined before anything is timed.
+    verify::host_vector<double> ref;
+    double reference_ms = 0;
+    std::thread reference_thread([&] {
+        lesson::HostTimer reference_time;
+        ref = make_reference(w);
+        reference_ms = reference_time.ms();
+    });
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     lesson::require_device_memory(3 * static_cast<uint64_t>(S_max) * chunk_bytes, sizes);
 
@@ -287,6 +298,7 @@ int main(int argc, char** argv) {
     verify::parallel_copy(p_a.data(), h_a, pool_elems);
     verify::parallel_copy(p_b.data(), h_b, pool_elems);
     report.metric("host: stage inputs (untimed)", gen.ms(), "ms");
+    reference_thread.join();
 
     // The prediction, printed before anything is timed.
     const double kernels_ms = lesson::time_median_ms(static_cast<int>(opt.repeat), [&] {
@@ -308,9 +320,6 @@ int main(int argc, char** argv) {
 
     // 3-5. Each variant: poison C, time it (copy in, launch, copy out per chunk), verify every element.
     double best_ms = 1e300, seq_pinned_ms = 0;
-    lesson::HostTimer reference_time;
-    const verify::host_vector<double> ref = make_reference(w);
-    const double reference_ms = reference_time.ms();
     int best_S = 0;
     lesson::HostTimer verify_time;
     double verify_ms = 0;
