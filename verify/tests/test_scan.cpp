@@ -3,6 +3,7 @@
 // the CPU models of the Hillis-Steele and Blelloch rungs.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 #include "catch_shim.hpp"
@@ -171,6 +172,34 @@ TEST_CASE("check_float_scan: a float scan in another order passes, errors, NaN a
     c = verify::check_float_scan(bad.data(), in.data(), ref.data(), n, false, tol, "nan");
     CHECK_FALSE(c.pass);
     CHECK(c.first_bad == int64_t(n - 1));
+}
+
+TEST_CASE("check_float_scan: the |in| sums computed once give the same check, bit for bit", "[scan]") {
+    const uint64_t n = 2 * verify::kScanBlock + 12345;  // three blocks
+    std::vector<float> in(n), got(n);
+    verify::fill_uniform(in.data(), n, 22);
+    std::vector<double> ref(n);
+    verify::inclusive_scan_reference(in.data(), ref.data(), n);
+    float s = 0.0f;
+    for (uint64_t i = 0; i < n; ++i) got[i] = (s += in[i]);
+    const double tol = verify::scan_float_tolerance(n, n);
+    const std::vector<double> abs_before = verify::abs_sums_before_blocks(in.data(), n);
+    REQUIRE(abs_before.size() == 3);
+    for (bool exclusive : {false, true}) {
+        std::vector<float> out = got;
+        if (exclusive) {
+            out.insert(out.begin(), 0.0f);
+            out.pop_back();
+        }
+        const lesson::Check once =
+            verify::check_float_scan(out.data(), in.data(), ref.data(), n, exclusive, tol, abs_before, "once");
+        const lesson::Check each =
+            verify::check_float_scan(out.data(), in.data(), ref.data(), n, exclusive, tol, "each");
+        CHECK(once.pass);
+        CHECK(each.pass);
+        CHECK(std::memcmp(&once.rel_l2, &each.rel_l2, sizeof(double)) == 0);
+        CHECK(std::memcmp(&once.max_abs, &each.max_abs, sizeof(double)) == 0);
+    }
 }
 
 TEST_CASE("compaction reference and check", "[scan]") {

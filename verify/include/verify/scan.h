@@ -57,10 +57,19 @@ constexpr uint64_t kScanBlock = uint64_t(1) << 20;
 inline void inclusive_scan_reference(const int32_t* in, int32_t* out, uint64_t n, uint64_t segment = 0) {
     auto scan_range = [=](uint64_t begin, uint64_t end, uint32_t carry) {
         uint32_t s = carry;
-        for (uint64_t i = begin; i < end; ++i) {
-            if (segment > 0 && i % segment == 0) s = 0;
-            s += static_cast<uint32_t>(in[i]);
-            out[i] = static_cast<int32_t>(s);
+        if (segment == 0) {
+            for (uint64_t i = begin; i < end; ++i) {
+                s += static_cast<uint32_t>(in[i]);
+                out[i] = static_cast<int32_t>(s);
+            }
+            return;
+        }
+        for (uint64_t seg = begin; seg < end; seg += segment) {  // blocks start on a segment
+            s = 0;
+            for (uint64_t i = seg; i < std::min(end, seg + segment); ++i) {
+                s += static_cast<uint32_t>(in[i]);
+                out[i] = static_cast<int32_t>(s);
+            }
         }
     };
     if (segment > 0) {  // blocks of whole segments: each block starts from 0
@@ -140,10 +149,12 @@ struct ScanTally {
     uint64_t bad = 0;
     void element(uint64_t i, double g, double r, bool bad_here) {
         const double d = g - r;
-        diff2 += d * d;
         ref2 += r * r;
-        const double ad = std::fabs(d);
-        if (ad > max_abs || std::isnan(ad)) max_abs = ad;
+        if (d != 0) {  // d == 0 adds +0 to diff2 (never -0) and cannot raise max_abs: the same bits
+            diff2 += d * d;
+            const double ad = std::fabs(d);
+            if (ad > max_abs || std::isnan(ad)) max_abs = ad;
+        }
         if (bad_here) {
             if (first_bad < 0) first_bad = static_cast<int64_t>(i);
             ++bad;
@@ -184,10 +195,12 @@ inline lesson::Check check_int_scan(const int32_t* gpu, const int32_t* incl, uin
     const std::vector<detail::ScanTally> parts =
         block_partials<detail::ScanTally>(n, kScanBlock, [=](uint64_t begin, uint64_t end) {
             detail::ScanTally t;
+            uint64_t pos = segment > 0 ? begin % segment : begin;  // i's place in its segment (or the array)
             for (uint64_t i = begin; i < end; ++i) {
-                const bool starts = i == 0 || (segment > 0 && i % segment == 0);
+                const bool starts = pos == 0;  // i == 0, or i % segment == 0
                 const int32_t want = !exclusive ? incl[i] : (starts ? 0 : incl[i - 1]);
                 t.element(i, double(gpu[i]), double(want), gpu[i] != want);
+                if (++pos == segment) pos = 0;
             }
             return t;
         });
@@ -208,9 +221,10 @@ inline double scan_float_tolerance(uint64_t gpu_depth, uint64_t n) {
 // exactly). The right side is the worst-case error of any order of additions
 // with at most d roundings per input (tol from scan_float_tolerance): a
 // correct kernel can never fail it. NaN and Inf always fail.
-inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n, bool exclusive,
-                                      double tol, const std::string& what) {
-    // Sum of |in| before each block, so that every block knows its running |sum| from its start.
+// The sum of |in| before each kScanBlock block of in[0..n), so that every block of
+// check_float_scan knows its running |sum| from its start. It depends on the inputs only:
+// where several results of the same inputs are checked, compute it once and pass it on.
+inline std::vector<double> abs_sums_before_blocks(const float* in, uint64_t n) {
     const std::vector<double> abs_sums = block_partials<double>(n, kScanBlock, [=](uint64_t begin, uint64_t end) {
         double s = 0;
         for (uint64_t i = begin; i < end; ++i) s += std::fabs(static_cast<double>(in[i]));
@@ -222,6 +236,12 @@ inline lesson::Check check_float_scan(const float* gpu, const float* in, const d
         abs_before[b] = running;
         running += abs_sums[b];
     }
+    return abs_before;
+}
+
+// check_float_scan with abs_before = abs_sums_before_blocks(in, n), computed by the caller.
+inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n, bool exclusive,
+                                      double tol, const std::vector<double>& abs_before, const std::string& what) {
     const std::vector<detail::ScanTally> parts =
         block_partials<detail::ScanTally>(n, kScanBlock, [&](uint64_t begin, uint64_t end) {
             detail::ScanTally t;
@@ -237,6 +257,11 @@ inline lesson::Check check_float_scan(const float* gpu, const float* in, const d
             return t;
         });
     return detail::scan_check(parts, n, tol, what);
+}
+
+inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n, bool exclusive,
+                                      double tol, const std::string& what) {
+    return check_float_scan(gpu, in, incl, n, exclusive, tol, abs_sums_before_blocks(in, n), what);
 }
 
 // Check of a compaction: the count, and every kept element in order, exactly.
