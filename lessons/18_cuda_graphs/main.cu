@@ -113,8 +113,8 @@ static void enqueue_step(const State& s, int K, cudaStream_t stream) {
 // `repeat` timed runs. Every run starts from init (copied into x before the start event,
 // so not timed); CUDA events time everything enqueue() issues on the stream, the host
 // clock times the enqueueing alone. The last timed run must leave the same bits.
-// Where the first timed run shows that `repeat` of them would take over a second (mode a at
-// the default size: 0.1 s a run), 7 runs are taken: a median of 7 is as steady at that length.
+// Where the first timed run shows that `repeat` of them would take over half a second (modes a and
+// d at the default size: 70 and 45 ms a run), 7 runs are taken: a median of 7 is as steady at that length.
 constexpr int kLongLoopRuns = 7;
 template <class Enqueue>
 static Run measure(const Ctx& c, const std::string& name, double kernels, bool both, Enqueue&& enqueue,
@@ -150,7 +150,7 @@ static Run measure(const Ctx& c, const std::string& name, double kernels, bool b
         enqueue();
         host.push_back(h.ms());
         gpu.push_back(timer.stop(c.stream));
-        if (r == 0 && gpu[0] * c.repeat > 1000.0) runs = std::min(c.repeat, kLongLoopRuns);
+        if (r == 0 && gpu[0] * c.repeat > 500.0) runs = std::min(c.repeat, kLongLoopRuns);
     }
     run.gpu_ms = lesson::median(gpu);
     run.host_ms = lesson::median(host);
@@ -730,7 +730,7 @@ int main(int argc, char** argv) {
     //    enqueue time, and for graphs the instantiate cost and the replays that repay it.
     report.timing(
         "whole workload, CUDA events around it (median of --repeat runs, or of 7 where --repeat runs would "
-        "take over 1 s, each from the initial state after a verified warm-up run); 'host' = host clock around "
+        "take over 0.5 s, each from the initial state after a verified warm-up run); 'host' = host clock around "
         "the enqueue loop alone");
     const Run* stream_run = nullptr;
     const Run* graph_run = nullptr;
