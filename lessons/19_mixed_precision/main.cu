@@ -238,13 +238,16 @@ static Rounded round_inputs(In in, const verify::host_vector<float>& h_A, const 
 }
 
 // `count` elements of `bytes` (1 or 2) each at d_src + offset, copied to the host and widened.
+// The host pages are touched on all cores first: a pageable copy into fresh pages faults them in one by one.
 static verify::host_vector<uint16_t> copy_bits(const void* d_src, size_t offset, size_t count, size_t bytes) {
     verify::host_vector<uint16_t> out(count);
     if (bytes == 2) {
+        verify::parallel_memset(out.data(), 0, count * 2);
         CUDA_CHECK(
             cudaMemcpy(out.data(), static_cast<const uint16_t*>(d_src) + offset, count * 2, cudaMemcpyDeviceToHost));
     } else {
         verify::host_vector<uint8_t> narrow(count);
+        verify::parallel_memset(narrow.data(), 0, count);
         CUDA_CHECK(
             cudaMemcpy(narrow.data(), static_cast<const uint8_t*>(d_src) + offset, count, cudaMemcpyDeviceToHost));
         uint16_t* o = out.data();

@@ -1,11 +1,13 @@
 // Unit tests of verify/precision.h: rounding to FP16, BF16, TF32 and FP8 E4M3,
 // the bit encodings, the sampled rows, the A * B^T reference and the emulated sums.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
 #include "catch_shim.hpp"
+#include "verify/parallel.h"
 #include "verify/precision.h"
 #include "verify/random.h"
 
@@ -241,4 +243,93 @@ TEST_CASE("exponent_of and pow2 agree with frexp and ldexp, normal and subnormal
     }
     CHECK(verify::pow2(-1080) == 0.0);
     CHECK(std::isinf(verify::pow2(1024)));
+}
+
+// The bit-level conversions against round_to, encode and decode (the *_generic functions).
+// Decoding: every FP16, BF16 and E4M3 pattern, bit for bit.
+TEST_CASE("bit-level decoding = decode, every FP16, BF16 and E4M3 pattern, bit for bit", "[precision]") {
+    auto bits = [](float x) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        return u;
+    };
+    for (uint32_t b = 0; b < 65536; ++b) {
+        INFO("bits " << b);
+        REQUIRE(bits(verify::fp16_bits_to_float(uint16_t(b))) == bits(verify::fp16_bits_to_float_generic(uint16_t(b))));
+        REQUIRE(bits(verify::bf16_bits_to_float(uint16_t(b))) == bits(verify::bf16_bits_to_float_generic(uint16_t(b))));
+    }
+    for (uint32_t b = 0; b < 256; ++b)
+        REQUIRE(bits(verify::e4m3_bits_to_float(uint8_t(b))) == bits(verify::e4m3_bits_to_float_generic(uint8_t(b))));
+}
+
+// Rounding: every float. Infinities and NaNs take the generic path itself (checked on a sample
+// below). The finite floats of one sign, in order of their bits, are in order of magnitude, and so
+// are the results' bits; rounding to nearest (with overflow to inf, or saturation) never reverses
+// that order, so round_to is monotone. The sweep computes the bit-level function for every finite
+// float, checks that it is monotone too, and checks round_to at both ends of every run of inputs
+// where it is constant: two monotone functions that agree at both ends of a run agree inside it.
+// So the two agree on all 2^32 floats, while round_to itself runs at the 2 x 10^6 run ends only
+// (it takes about 10 ns a call: all 2^32 would take minutes).
+template <class T, class Fast, class Generic>
+static uint64_t disagreements_over_every_float(const Fast& fast, const Generic& generic) {
+    constexpr uint32_t kChunk = 4096;
+    uint64_t bad = 0;
+    for (uint32_t base : {0u, 0x80000000u}) {  // +0 .. largest float, then -0 .. -largest float
+        const uint64_t n = 0x7F800000u;
+        const std::vector<uint64_t> parts =
+            verify::block_partials<uint64_t>(n, uint64_t(1) << 22, [&](uint64_t b, uint64_t e) {
+                uint64_t nbad = 0;
+                T out[kChunk + 1];
+                out[0] = fast(base + uint32_t(b));
+                nbad += generic(base + uint32_t(b)) != out[0];
+                for (uint64_t c = b; c + 1 < e; c += kChunk) {
+                    const uint32_t u0 = base + uint32_t(c), m = uint32_t(std::min<uint64_t>(kChunk, e - 1 - c));
+                    for (uint32_t k = 1; k <= m; ++k) out[k] = fast(u0 + k);
+                    uint32_t down = 0, changes = 0;
+                    for (uint32_t k = 1; k <= m; ++k) {
+                        down |= uint32_t(out[k] < out[k - 1]);
+                        changes |= uint32_t(out[k] != out[k - 1]);
+                    }
+                    nbad += down;
+                    for (uint32_t k = 1; changes != 0 && k <= m; ++k)
+                        if (out[k] != out[k - 1])
+                            nbad += uint64_t(generic(u0 + k - 1) != out[k - 1]) + uint64_t(generic(u0 + k) != out[k]);
+                    out[0] = out[m];
+                }
+                nbad += generic(base + uint32_t(e - 1)) != out[0];
+                return nbad;
+            });
+        for (uint64_t p : parts) bad += p;
+    }
+    // Infinities and NaNs: a sample of each sign's 2^23 + 1 patterns.
+    for (uint32_t sign : {0u, 0x80000000u})
+        for (uint32_t m = 0; m < (1u << 23); m += 4099)
+            for (uint32_t low : {0u, 1u, 0x3FFFFFu, 0x400000u, 0x7FFFFFu})
+                bad += generic(sign | 0x7F800000u | ((m | low) & 0x7FFFFFu)) !=
+                       fast(sign | 0x7F800000u | ((m | low) & 0x7FFFFFu));
+    return bad;
+}
+
+TEST_CASE("bit-level rounding = round_to and encode for every float: TF32, BF16, FP16, E4M3", "[precision]") {
+    auto f = [](uint32_t u) {
+        float x;
+        std::memcpy(&x, &u, 4);
+        return x;
+    };
+    auto bits = [](float x) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        return u;
+    };
+    CHECK(disagreements_over_every_float<uint32_t>([&](uint32_t u) { return bits(verify::to_tf32(f(u))); },
+                                                   [&](uint32_t u) { return bits(verify::to_tf32_generic(f(u))); }) ==
+          0);
+    CHECK(disagreements_over_every_float<uint16_t>([&](uint32_t u) { return verify::to_bf16_bits(f(u)); },
+                                                   [&](uint32_t u) { return verify::to_bf16_bits_generic(f(u)); }) ==
+          0);
+    CHECK(disagreements_over_every_float<uint16_t>([&](uint32_t u) { return verify::to_fp16_bits(f(u)); },
+                                                   [&](uint32_t u) { return verify::to_fp16_bits_generic(f(u)); }) ==
+          0);
+    CHECK(disagreements_over_every_float<uint8_t>([&](uint32_t u) { return verify::to_e4m3_bits(f(u)); },
+                                                  [&](uint32_t u) { return verify::to_e4m3_bits_generic(f(u)); }) == 0);
 }

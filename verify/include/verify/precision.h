@@ -118,14 +118,92 @@ inline double decode(uint32_t bits, const FloatFormat& f) {
     return neg ? -a : a;
 }
 
-// The conversions of lesson 19's kernels, element by element.
-inline uint16_t to_fp16_bits(float x) { return uint16_t(encode(round_to(x, kFp16), kFp16)); }
-inline uint16_t to_bf16_bits(float x) { return uint16_t(encode(round_to(x, kBf16), kBf16)); }
-inline uint8_t to_e4m3_bits(float x) { return uint8_t(encode(round_to(x, kE4m3), kE4m3)); }
-inline float fp16_bits_to_float(uint16_t b) { return float(decode(b, kFp16)); }
-inline float bf16_bits_to_float(uint16_t b) { return float(decode(b, kBf16)); }
-inline float e4m3_bits_to_float(uint8_t b) { return float(decode(b, kE4m3)); }
-inline float to_tf32(float x) { return float(round_to(x, kTf32)); }
+// The conversions of lesson 19's kernels, element by element, as round_to, encode and decode
+// define them (the *_generic functions), and the same on the float's bits (the functions lesson 19
+// calls on 10^8 elements: integer adds and shifts, no division and no library call, about 10x
+// faster). Infinities and NaNs take the generic path. verify/tests/test_precision.cpp checks the
+// bit-level functions against the generic ones for every float and every FP16, BF16 and E4M3
+// pattern, bit for bit.
+inline uint16_t to_fp16_bits_generic(float x) { return uint16_t(encode(round_to(x, kFp16), kFp16)); }
+inline uint16_t to_bf16_bits_generic(float x) { return uint16_t(encode(round_to(x, kBf16), kBf16)); }
+inline uint8_t to_e4m3_bits_generic(float x) { return uint8_t(encode(round_to(x, kE4m3), kE4m3)); }
+inline float to_tf32_generic(float x) { return float(round_to(x, kTf32)); }
+inline float fp16_bits_to_float_generic(uint16_t b) { return float(decode(b, kFp16)); }
+inline float bf16_bits_to_float_generic(uint16_t b) { return float(decode(b, kBf16)); }
+inline float e4m3_bits_to_float_generic(uint8_t b) { return float(decode(b, kE4m3)); }
+
+namespace fp_bits {
+inline uint32_t bits_of(float x) {
+    uint32_t u = 0;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+}
+inline float float_of(uint32_t u) {
+    float x = 0.0f;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+// m / 2^s rounded to the nearest integer, ties to even (1 <= s <= 31).
+inline uint32_t shift_nearest_even(uint32_t m, uint32_t s) {
+    const uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
+    return q + uint32_t(rem > half || (rem == half && (q & 1u) != 0u));
+}
+// The bits of a normal float (sign cleared) with its low `drop` bits rounded off, ties to even:
+// a carry out of the mantissa moves into the exponent, as rounding up to the next binade does.
+inline uint32_t round_low_bits(uint32_t a, uint32_t drop) {
+    return (a + ((1u << (drop - 1u)) - 1u) + ((a >> drop) & 1u)) >> drop;
+}
+constexpr uint32_t kExpMask = 0x7F800000u;  // a float's exponent field: all ones for inf and NaN
+}  // namespace fp_bits
+
+// TF32 keeps the float's exponent (so its subnormals and its overflow to inf too): round off 13 bits.
+inline float to_tf32(float x) {
+    const uint32_t u = fp_bits::bits_of(x);
+    if ((u & fp_bits::kExpMask) == fp_bits::kExpMask) return to_tf32_generic(x);
+    return fp_bits::float_of((u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu);
+}
+// BF16 likewise: the top 16 bits, rounded.
+inline uint16_t to_bf16_bits(float x) {
+    const uint32_t u = fp_bits::bits_of(x);
+    if ((u & fp_bits::kExpMask) == fp_bits::kExpMask) return to_bf16_bits_generic(x);
+    return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+// FP16: exponent bias 15 instead of 127; below 2^-14 subnormal, in units of 2^-24.
+inline uint16_t to_fp16_bits(float x) {
+    const uint32_t u = fp_bits::bits_of(x), a = u & 0x7FFFFFFFu, sign = (u >> 16) & 0x8000u;
+    if ((u & fp_bits::kExpMask) == fp_bits::kExpMask) return to_fp16_bits_generic(x);
+    if (a >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // 65520 and up round to 65536: inf
+    if (a >= 0x38800000u) return uint16_t(sign | fp_bits::round_low_bits(a - (112u << 23), 13));  // 2^-14 and up
+    const uint32_t e = a >> 23;                                                                   // biased exponent
+    if (e < 102) return uint16_t(sign);  // below 2^-25 (float subnormals too): rounds to 0
+    return uint16_t(sign | fp_bits::shift_nearest_even((a & 0x7FFFFFu) | 0x800000u, 126u - e));  // m 2^(e-126)
+}
+// FP8 E4M3, saturating: bias 7, 448 the largest value (S.1111.110), below 2^-6 in units of 2^-9.
+inline uint8_t to_e4m3_bits(float x) {
+    const uint32_t u = fp_bits::bits_of(x), a = u & 0x7FFFFFFFu, sign = (u >> 24) & 0x80u;
+    if ((u & fp_bits::kExpMask) == fp_bits::kExpMask) return to_e4m3_bits_generic(x);
+    if (a >= 0x43E00000u) return uint8_t(sign | 0x7Eu);                                          // 448 and up: 448
+    if (a >= 0x3C800000u) return uint8_t(sign | fp_bits::round_low_bits(a - (120u << 23), 20));  // 2^-6 and up
+    const uint32_t e = a >> 23;
+    if (e < 117) return uint8_t(sign);  // below 2^-10: rounds to 0
+    return uint8_t(sign | fp_bits::shift_nearest_even((a & 0x7FFFFFu) | 0x800000u, 141u - e));  // m 2^(e-141)
+}
+inline float bf16_bits_to_float(uint16_t b) {
+    if ((b & 0x7F80u) == 0x7F80u) return bf16_bits_to_float_generic(b);
+    return fp_bits::float_of(uint32_t(b) << 16);
+}
+inline float fp16_bits_to_float(uint16_t b) {
+    const uint32_t e = (b >> 10) & 0x1Fu, mant = b & 0x3FFu, sign = uint32_t(b & 0x8000u) << 16;
+    if (e == 0x1Fu) return fp16_bits_to_float_generic(b);
+    if (e == 0) return fp_bits::float_of(sign | fp_bits::bits_of(float(mant) * 0x1p-24f));  // exact
+    return fp_bits::float_of(sign | (e + 112u) << 23 | mant << 13);
+}
+inline float e4m3_bits_to_float(uint8_t b) {
+    const uint32_t e = (b >> 3) & 0xFu, mant = b & 0x7u, sign = uint32_t(b & 0x80u) << 24;
+    if ((b & 0x7Fu) == 0x7Fu) return e4m3_bits_to_float_generic(b);
+    if (e == 0) return fp_bits::float_of(sign | fp_bits::bits_of(float(mant) * 0x1p-9f));  // exact
+    return fp_bits::float_of(sign | (e + 120u) << 23 | mant << 20);
+}
 
 // FP8 with a per-tensor scale: the kernel multiplies by 448 / amax (in float) and
 // rounds with saturation; the GEMM multiplies back by amax / 448 (the dequantization
