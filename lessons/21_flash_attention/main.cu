@@ -25,6 +25,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -63,8 +64,8 @@ static void fill(bf16* d_x, size_t n, uint64_t seed, Tensor t) {
     fillInput<<<1024, 256>>>(d_x, n, seed * 4 + t, kAmp[t]);
     CUDA_CHECK_LAUNCH();
 }
-static std::vector<float> host_values(uint64_t seed, Tensor t, size_t first, size_t n) {
-    std::vector<float> v(n);
+static verify::host_vector<float> host_values(uint64_t seed, Tensor t, size_t first, size_t n) {
+    verify::host_vector<float> v(n);  // not zeroed: the parallel loop writes every element
     verify::parallel_blocks(n, uint64_t(1) << 16, [&](uint64_t b, uint64_t e) {
         for (uint64_t i = b; i < e; ++i) v[i] = verify::attention_value(seed * 4 + t, first + i, kAmp[t]);
     });
@@ -121,12 +122,16 @@ static const Rung kLadder[] = {
 constexpr int kRungs = int(std::size(kLadder));
 constexpr int kStandard = 3;  // index of rung 4
 
-// bf16 output -> floats (exact).
-static std::vector<float> copy_out(const bf16* d_x, size_t n) {
-    std::vector<uint16_t> bits(n);
+// bf16 output -> floats (exact), on all host cores. The bits' pages are touched first: a pageable
+// copy into fresh pages faults them in one by one.
+static verify::host_vector<float> copy_out(const bf16* d_x, size_t n) {
+    verify::host_vector<uint16_t> bits(n);
+    verify::parallel_memset(bits.data(), 0, n * sizeof(uint16_t));
     CUDA_CHECK(cudaMemcpy(bits.data(), d_x, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = verify::bf16_float(bits[i]);
+    verify::host_vector<float> v(n);  // not zeroed: the loop writes every element
+    verify::parallel_blocks(n, uint64_t(1) << 16, [&](uint64_t b, uint64_t e) {
+        for (uint64_t i = b; i < e; ++i) v[i] = verify::bf16_float(bits[i]);
+    });
     return v;
 }
 
@@ -165,9 +170,9 @@ static std::vector<double> reference_rows(const Problem& p, const std::vector<Ro
         size_t r1 = r0;
         while (r1 < rows.size() && rows[r1].head == rows[r0].head) ++r1;
         const size_t first = size_t(rows[r0].head) * per_head;
-        const std::vector<float> Q = host_values(p.seed, kQ, first, per_head),
-                                 K = host_values(p.seed, kK, first, per_head),
-                                 V = host_values(p.seed, kV, first, per_head);
+        const verify::host_vector<float> Q = host_values(p.seed, kQ, first, per_head),
+                                         K = host_values(p.seed, kK, first, per_head),
+                                         V = host_values(p.seed, kV, first, per_head);
         verify::parallel_for(int64_t(r1 - r0), [&](int64_t k) {
             const int i = rows[r0 + k].i;
             verify::attention_reference_row(Q.data() + size_t(i) * p.d, K.data(), V.data(), p.causal ? i + 1 : p.N, p.d,
@@ -195,12 +200,13 @@ static std::vector<Row> sample_rows(const Problem& p, int per_head) {  // first 
 static std::vector<float> copy_rows(const Problem& p, const std::vector<Row>& rows) {
     std::vector<float> got;
     for (const Row& r : rows) {
-        const std::vector<float> row = copy_out(p.d_O + (size_t(r.head) * p.N + r.i) * p.d, size_t(p.d));
+        const verify::host_vector<float> row = copy_out(p.d_O + (size_t(r.head) * p.N + r.i) * p.d, size_t(p.d));
         got.insert(got.end(), row.begin(), row.end());
     }
     return got;
 }
-static std::vector<float> pick_rows(const std::vector<float>& O, const Problem& p, const std::vector<Row>& rows) {
+static std::vector<float> pick_rows(const verify::host_vector<float>& O, const Problem& p,
+                                    const std::vector<Row>& rows) {
     std::vector<float> got(rows.size() * p.d);
     for (size_t k = 0; k < rows.size(); ++k)
         std::copy_n(O.begin() + (size_t(rows[k].head) * p.N + rows[k].i) * p.d, p.d, got.begin() + k * p.d);
@@ -307,7 +313,7 @@ int main(int argc, char** argv) {
     CUBLAS_CHECK(cublasCreate(&g_cublas));
     const uint64_t seed = uint64_t(opt.seed);
     bool inject = opt.inject_fault;  // corrupts the first result checked
-    const auto check = [&](std::vector<float>& got, const double* ref, const std::string& what) {
+    const auto check = [&](auto& got, const double* ref, const std::string& what) {  // got: a vector of floats
         if (inject) verify::inject_fault(got.data(), got.size(), seed);
         inject = false;
         report.check(verify::compare(got.data(), ref, got.size(), kTol, what));
@@ -371,12 +377,12 @@ int main(int argc, char** argv) {
                                                           ref_P.data() + row * N);
                         CUDA_CHECK(cudaMemset(g_P, 0xFF, nn * sizeof(bf16)));
                         r.softmax(Softmax{g_S, g_P, p.heads * N, N, cz});
-                        std::vector<float> got = copy_out(g_P, nn);
+                        verify::host_vector<float> got = copy_out(g_P, nn);
                         check(got, ref_P.data(), std::string(r.name) + " vs CPU, every element, " + tag);
                     } else if (r.kind == Kind::Attention) {
                         CUDA_CHECK(cudaMemset(p.d_O, 0xFF, p.elems() * sizeof(bf16)));  // 0xFFFF is a bf16 NaN
                         r.attention(p.args());
-                        std::vector<float> got = copy_out(p.d_O, p.elems());
+                        verify::host_vector<float> got = copy_out(p.d_O, p.elems());
                         check(got, ref.data(), std::string(r.name) + " vs CPU, every element, " + tag);
                     }
                 }
@@ -409,7 +415,7 @@ int main(int argc, char** argv) {
             const bool standard_fits = score_bytes < 0.8 * double(free_b);
             report.metric("rung 4 scores S (fp32) + P (bf16), " + tag, score_bytes / 1e9, "GB");
             report.metric("Q, K, V, O (all rungs), " + tag, io_bytes / 1e9, "GB");
-            std::vector<float> h_std;  // rung 4's O: the reference of the fused rungs, every element
+            verify::host_vector<float> h_std;  // rung 4's O: the reference of the fused rungs, every element
             double std_ms = NAN, best_fused = 0, mma_ms = NAN;
             if (standard_fits) {
                 CUDA_CHECK(cudaMalloc(&g_S, nn * sizeof(float)));
@@ -438,7 +444,7 @@ int main(int argc, char** argv) {
                         CUDA_CHECK(cudaMemcpy(h_row.data(), g_S + off, N * sizeof(float), cudaMemcpyDeviceToHost));
                         verify::softmax_reference_row(h_row.data(), N, causal ? w.i + 1 : N, ref_row.data());
                         ref_P.insert(ref_P.end(), ref_row.begin(), ref_row.end());
-                        const std::vector<float> pr = copy_out(g_P + off, N);
+                        const verify::host_vector<float> pr = copy_out(g_P + off, N);
                         got.insert(got.end(), pr.begin(), pr.end());
                     }
                     check(got, ref_P.data(),
@@ -454,11 +460,11 @@ int main(int argc, char** argv) {
                 }
                 CUDA_CHECK(cudaMemset(p.d_O, 0xFF, p.elems() * sizeof(bf16)));
                 r.attention(a);
-                std::vector<float> got = copy_out(p.d_O, p.elems());
+                verify::host_vector<float> got = copy_out(p.d_O, p.elems());
                 std::vector<float> sampled = pick_rows(got, p, rows);
                 check(sampled, ref.data(),
                       std::string(r.name) + " vs CPU, " + std::to_string(rows.size()) + " sampled rows, " + tag);
-                if (i == kStandard) h_std = got;
+                if (i == kStandard) h_std = std::move(got);  // not read again here
                 else if (!h_std.empty())
                     report.check(verify::compare(got.data(), h_std.data(), got.size(), kTol,
                                                  std::string(r.name) + " vs rung 4, every element, " + tag));
@@ -565,7 +571,7 @@ int main(int argc, char** argv) {
                 a.partial = d_part;
                 CUDA_CHECK(cudaMemset(d_o, 0xFF, a.heads * d * sizeof(bf16)));
                 rung7::launch(a);
-                const std::vector<float> all = copy_out(d_o, a.heads * d);
+                const verify::host_vector<float> all = copy_out(d_o, a.heads * d);
                 std::vector<int64_t> heads_checked;  // every head when small, else 8 spread out
                 const int64_t hc = std::min<int64_t>(a.heads, 8);
                 for (int64_t k = 0; k < hc; ++k) heads_checked.push_back(hc == 1 ? 0 : k * (a.heads - 1) / (hc - 1));
@@ -575,9 +581,9 @@ int main(int argc, char** argv) {
                 // One checked head per host thread: each regenerates its q, K, V and computes its row.
                 verify::parallel_for(int64_t(heads_checked.size()), [&](int64_t k) {
                     const int64_t h = heads_checked[size_t(k)];
-                    const std::vector<float> q = host_values(s, kQ, size_t(h) * d, d),
-                                             K = host_values(s, kK, size_t(h) * N * d, size_t(N) * d),
-                                             V = host_values(s, kV, size_t(h) * N * d, size_t(N) * d);
+                    const verify::host_vector<float> q = host_values(s, kQ, size_t(h) * d, d),
+                                                     K = host_values(s, kK, size_t(h) * N * d, size_t(N) * d),
+                                                     V = host_values(s, kV, size_t(h) * N * d, size_t(N) * d);
                     verify::attention_reference_row(q.data(), K.data(), V.data(), N, d, a.scale, ref.data() + k * d);
                 });
                 const std::string tag = "N=" + std::to_string(N) + ", d=" + std::to_string(d) + ", " +
