@@ -190,8 +190,9 @@ static SplitResult part_split(const Options& o, const std::vector<int>& dev, les
     // References: the sum of every product (O(n^2) each), and --samples whole products in each GPU's
     // range of the all-GPU split, in double; every k checks all of them.
     lesson::HostTimer cpu;
-    std::vector<double> sums(B);
-    for (uint64_t p = 0; p < B; ++p) sums[p] = verify::matmul_sum_reference(h_A + p * nn, h_B + p * nn, n, n, n);
+    std::vector<double> sums(B);  // one product per host thread: the same sums as one after another
+    verify::parallel_for(
+        int64_t(B), [&](int64_t p) { sums[p] = verify::matmul_sum_reference(h_A + p * nn, h_B + p * nn, n, n, n); });
     std::vector<uint64_t> picked;
     std::mt19937_64 rng(uint64_t(o.common.seed) * 7919 + 22);
     for (int g = 0; g < G; ++g) {
@@ -227,8 +228,8 @@ static SplitResult part_split(const Options& o, const std::vector<int>& dev, les
             k, [&](int g) { run_share(gpu[g], n, verify::split_range(B, uint64_t(k), uint64_t(g)), h_A, h_B, h_C); });
         if (o.common.inject_fault && k == 1) verify::inject_fault(h_C + picked[0] * nn, nn, o.common.seed);
         const std::string on = std::to_string(k) + (k == 1 ? " GPU" : " GPUs");
-        std::vector<double> got(B);
-        for (uint64_t p = 0; p < B; ++p) got[p] = verify::sum_of(h_C + p * nn, nn);
+        std::vector<double> got(B);  // each product's sum on one host thread, in index order
+        verify::parallel_for(int64_t(B), [&](int64_t p) { got[p] = verify::sum_of(h_C + p * nn, nn); });
         report.check(verify::compare(got.data(), sums.data(), B, 1e-4,
                                      "split over " + on + ": sum of each of the " + std::to_string(B) +
                                          " products vs sum_k colsum(A)*rowsum(B)",
