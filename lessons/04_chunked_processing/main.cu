@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     const std::string sizes = "--chunk=" + std::to_string(chunk) + " --n=" + std::to_string(n);
     // Host: one input buffer (A's chunk, then B's) and one output buffer. The whole
     // data set (3 x 26 GB at full scale) never sits in host memory.
-    lesson::require_host_memory(2 * chunk_bytes + (size_t(1) << 20) * sizeof(double), "pageable", sizes);
+    lesson::require_host_memory(2 * chunk_bytes + (size_t(1) << 18) * sizeof(double), "pageable", sizes);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     // Device: A, B and C of one chunk.
     lesson::require_device_memory(3 * chunk_bytes, sizes);
@@ -108,13 +108,11 @@ int main(int argc, char** argv) {
     const int threads = 256, blocks = prop.multiProcessorCount * 8;  // a full GPU of 2048 threads per SM
 
     verify::Comparer comparer(1e-5, verify::uniform_sum_rms());
-    // The reference, a slice of 2^20 elements at a time: verify/ splits a slice into blocks of
-    // 2^16 elements, so each of 16 host cores gets one block (512 KB of reference, which stays in
-    // that core's cache between making and comparing it), and the whole slice (8 MB) stays in the
-    // host's caches. A much larger slice (2^22, 32 MB) flushed the caches between chunks, and the
-    // next chunk's pageable copies (a CPU memcpy through a staging buffer) then ran 20-30% slower.
-    // The blocks, and so the check's sums, are the same for any slice size that is a multiple of 2^16.
-    std::vector<double> ref(size_t(1) << 20);
+    // The reference, a slice of 2^18 elements at a time: large enough for verify/ to spread
+    // each slice over a few host cores, small enough (2 MB) to stay in the host's caches. A
+    // larger slice runs the check faster but flushes the caches between chunks, and the next
+    // chunk's pageable copies (a CPU memcpy through a staging buffer) then run 20-30% slower.
+    std::vector<double> ref(size_t(1) << 18);
     double gen_ms = 0, h2d_ms = 0, kernel_ms = 0, d2h_ms = 0, verify_ms = 0;
     lesson::EventTimer kernel_timer;
     lesson::HostTimer wall;
