@@ -437,8 +437,7 @@ int main(int argc, char** argv) {
         for (int64_t s = 0; s < nstreams; ++s) CUDA_CHECK(cudaMemset(d_slot_out[s], 0xFF, chunk_bytes));
         lesson::HostTimer warm_up;
         pipeline(one_launch_per_chunk);
-        const bool long_run = warm_up.ms() * double(opt.repeat) > 500.0;
-        const int64_t runs = long_run ? std::min<int64_t>(opt.repeat, 7) : opt.repeat;
+        const int64_t runs = lesson::capped_samples(opt.repeat, warm_up.ms() * double(opt.repeat));
         std::vector<double> t;
         for (int64_t r = 0; r < runs; ++r) {
             lesson::HostTimer timer;

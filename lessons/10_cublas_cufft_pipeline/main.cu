@@ -241,9 +241,9 @@ int main(int argc, char** argv) {
         lesson::EventTimer first;
         first.start(stream[0]);
         pipeline(k, in_order);
-        const bool long_loop = first.stop(stream[0]) * (rep + 3) > 500.0;
+        const int samples = int(lesson::capped_samples(rep, first.stop(stream[0]) * (rep + 3)));
         return lesson::time_median_ms(
-            long_loop ? std::min(rep, 7) : rep, [&] { pipeline(k, in_order); }, stream[0], 1);
+            samples, [&] { pipeline(k, in_order); }, stream[0], 1);
     };
     const double seq_ms = time_pipeline(1, false);
     const double free_ms = time_pipeline(streams, false);

@@ -210,8 +210,9 @@ int main(int argc, char** argv) {
             // A rung whose --repeat samples would take over a second (rung 1 at the default
             // size: 70-120 ms a call) takes 7 of them after one warm-up call (the verified
             // run above was the first): a median of 7 is as steady at that length.
-            const bool long_rung = first_ms * double(opt.repeat) > 1000.0;
-            const int samples = long_rung ? int(std::min<int64_t>(opt.repeat, 7)) : int(opt.repeat);
+            const double loop_ms = first_ms * double(opt.repeat), budget_ms = 1000.0;
+            const int samples = int(lesson::capped_samples(opt.repeat, loop_ms, budget_ms));
+            const bool long_rung = loop_ms > budget_ms;  // one warm-up then: the verified run was the first
             ms[which][k] = lesson::time_median_ms(
                 samples,
                 [&] {

@@ -114,8 +114,7 @@ static void enqueue_step(const State& s, int K, cudaStream_t stream) {
 // so not timed); CUDA events time everything enqueue() issues on the stream, the host
 // clock times the enqueueing alone. The last timed run must leave the same bits.
 // Where the first timed run shows that `repeat` of them would take over half a second (modes a and
-// d at the default size: 70 and 45 ms a run), 7 runs are taken: a median of 7 is as steady at that length.
-constexpr int kLongLoopRuns = 7;
+// d at the default size: 70 and 45 ms a run), 7 runs are taken (lesson::capped_samples).
 template <class Enqueue>
 static Run measure(const Ctx& c, const std::string& name, double kernels, bool both, Enqueue&& enqueue,
                    const std::function<void()>& also_reset = {}) {
@@ -150,7 +149,7 @@ static Run measure(const Ctx& c, const std::string& name, double kernels, bool b
         enqueue();
         host.push_back(h.ms());
         gpu.push_back(timer.stop(c.stream));
-        if (r == 0 && gpu[0] * c.repeat > 500.0) runs = std::min(c.repeat, kLongLoopRuns);
+        if (r == 0) runs = int(lesson::capped_samples(c.repeat, gpu[0] * c.repeat));
     }
     run.gpu_ms = lesson::median(gpu);
     run.host_ms = lesson::median(host);

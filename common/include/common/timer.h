@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace lesson {
@@ -61,6 +62,13 @@ public:
 private:
     cudaEvent_t start_{}, stop_{};
 };
+
+// The samples of a timed loop of long work: `repeat`, or at most 7 where the loop (the lesson says
+// what it costs: loop_ms, from a run it has already timed) would take over budget_ms. At tens of
+// milliseconds a run, a median of 7 is as steady as one of 15, and the default run is seconds shorter.
+inline int64_t capped_samples(int64_t repeat, double loop_ms, double budget_ms = 500.0) {
+    return loop_ms > budget_ms ? std::min<int64_t>(repeat, 7) : repeat;
+}
 
 // How time_median_ms takes its samples; a lesson prints it with Report::timing.
 inline const char* kTimingMethod =
