@@ -1,7 +1,7 @@
 // Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
 // Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
 // Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
-//      ./build/bin/matmul_ladder --rung=10   one rung alone (1..10), still checked
+//      ./build/bin/matmul_ladder --rung=11   one rung alone (1..11), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 7 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
 // is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report.
@@ -29,6 +29,7 @@
 #include "verify/random.h"
 
 #include "kernels/10_spread_copies.cuh"
+#include "kernels/11_async_double_buffer.cuh"
 #include "kernels/1_smem_tiles.cuh"
 #include "kernels/2_reg_tile_1d.cuh"
 #include "kernels/3_reg_tile_2d.cuh"
@@ -62,6 +63,7 @@ static const Rung kLadder[] = {
     {"8 128x256 tile, 8x16 per thread", rung8::launch, 0},
     {"9 register double buffering", rung9::launch, 0},
     {"10 k32 tile, copies spread over FFMA", rung10::launch<rung10::Default>, rung10::Default::kSmemBytes},
+    {"11 rung 9's schedule, cp.async copies", rung11::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -139,7 +141,7 @@ int main(int argc, char** argv) {
     int64_t n = 4096, m = 4096, k = 4096, rung = 0;
     bool sweep = false;
     lesson::Cli cli("matmul_ladder",
-                    "SGEMM C = A*B (fp32, row-major): ten hand-written rungs against cuBLAS on an M x N x K shape.");
+                    "SGEMM C = A*B (fp32, row-major): eleven hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
@@ -249,9 +251,10 @@ int main(int argc, char** argv) {
                                  "cuBLAS", small);
     report.note(
         "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load zeros and "
-        "store only inside C; rungs 4-10 use 16-byte accesses only where a row starts 16-byte aligned (K % 4 == 0 for "
+        "store only inside C; rungs 4-11 use 16-byte accesses only where a row starts 16-byte aligned (K % 4 == 0 for "
         "A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-10 load tiles that lie wholly inside "
-        "the matrices without checks");
+        "the matrices without checks; rung 11 copies the partial k tile first and zero-fills the rest with 0-byte "
+        "copies");
     report.note(
         "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked against the CPU "
         "on sampled rows");

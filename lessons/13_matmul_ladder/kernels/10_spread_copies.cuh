@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 10 of 10: copies spread over the FMAs.
+// Lesson 13 of the course (the SGEMM ladder), rung 10 of 11: copies spread over the FMAs.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=10   (lesson 13 of the course, 00-23)
 //
 // Before: rung 7 (this rung's parent) issued all cp.async copies of the next tile in
@@ -15,7 +15,8 @@
 //         global element per FMA); fewer stalls.
 // Lacks:  a loop body that fits the instruction cache: 32 unrolled k steps are about
 //         4,400 instructions, and warps stall on instruction fetch (README.md).
-// Next:   beyond this ladder, tensor cores (README.md, "Next").
+// Next:   rung 11 (diff kernels/9_register_double_buffer.cuh kernels/11_async_double_buffer.cuh):
+//         rung 9's short loop, with rung 10's cp.async copies.
 // Run:    ./build/bin/matmul_ladder --rung=10
 #pragma once
 #include "common.cuh"

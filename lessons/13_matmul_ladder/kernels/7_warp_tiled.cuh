@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 7 of 10: warp tiles + a cp.async pipeline.
+// Lesson 13 of the course (the SGEMM ladder), rung 7 of 11: warp tiles + a cp.async pipeline.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=7   (lesson 13 of the course, 00-23)
 //
 // Before: rung 6 staged its global loads through registers (8 of them per thread,

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 9 of 10: register double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 9 of 11: register double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
 //
 // Before: rung 8 read each k step's fragments right before their FMAs, and ended
@@ -12,7 +12,8 @@
 //         way measured 100.4% of cuBLAS on an H100 (README.md, "Rung 9").
 // Lacks:  speed: on an H100 it measures slower than rung 7 (README.md, "What to
 //         observe"). Rung 10 grows rung 7 instead.
-// Next:   rung 10 (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh).
+// Next:   rung 10 (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh); rung 11 comes
+//         back to this schedule (diff kernels/9_register_double_buffer.cuh kernels/11_async_double_buffer.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=9
 #pragma once
 #include "common.cuh"
