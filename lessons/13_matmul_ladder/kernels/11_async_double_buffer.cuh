@@ -23,8 +23,8 @@
 
 namespace rung11 {
 
-constexpr int kBM = 128, kBN = 256, kBK = 8;          // block tile
-constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;  // warp tile, lane tile (rung 7's)
+constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
+constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 7's)
 constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256: 8 warps
 constexpr int kLDA = kBM + 4;                             // padded row of the transposed A tile
 // Shared memory as float offsets: A's two stages at 0 and 2048, B's at 4096 and 6144 (32 KB in
@@ -79,9 +79,9 @@ __device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float 
 // kVecB: every row of B starts 16-byte aligned (N % 4 == 0), so B moves in 16-byte copies (2 per
 // thread per tile); otherwise in 4-byte copies (8 per thread).
 template <bool kVecB>
-__global__ void __launch_bounds__(kThreads, 1) sgemmAsyncDoubleBuffered(int M, int N, int K, const float* __restrict__ A,
-                                                                        const float* __restrict__ B,
-                                                                        float* __restrict__ C) {
+__global__ void __launch_bounds__(kThreads, 1)
+    sgemmAsyncDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C) {
     __shared__ __align__(16) float smem[kSmemFloats];
     const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
@@ -109,18 +109,16 @@ __global__ void __launch_bounds__(kThreads, 1) sgemmAsyncDoubleBuffered(int M, i
     constexpr int kW = kVecB ? 4 : 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
     const int rb = t / kPerRow, nb = (t % kPerRow) * kW;
     int b_write = kB0 + rb * kBN + nb;
-    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - kW);     // a column past N: clamped, 0 bytes
+    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - kW);        // a column past N: clamped, 0 bytes
     const unsigned b_bytes = 4u * unsigned(min(max(N - n0 - nb, 0), kW));  // kW floats, or 0 past the last column
     const int b_step = kRowStep * N;
 
     constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
     const auto copy = [&](int q) {  // copy q of a whole tile into the stage being written
-        if (q < 4)
-            cp_async_4(sbase + 4u * (a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
+        if (q < 4) cp_async_4(sbase + 4u * (a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
         else if (kVecB)
             cp_async_16(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
-        else
-            cp_async_4(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
+        else cp_async_4(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
     };
 
     // Tile 0 is the partial one: its first `first` columns of k are real, the rest zeros. Every later tile is whole.
@@ -134,10 +132,8 @@ __global__ void __launch_bounds__(kThreads, 1) sgemmAsyncDoubleBuffered(int M, i
     for (int j = 0; j < kBCopies; ++j) {
         const bool in = b_bytes != 0 && rb + kRowStep * j < first;
         const unsigned dst = sbase + 4u * (b_write + j * kRowStep * kBN);
-        if (kVecB)
-            cp_async_16(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
-        else
-            cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        if (kVecB) cp_async_16(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        else cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
     }
     a_src += first;
     b_src += size_t(first) * N;
@@ -152,9 +148,9 @@ __global__ void __launch_bounds__(kThreads, 1) sgemmAsyncDoubleBuffered(int M, i
     for (int tile = 1; tile < tiles; ++tile) {  // computes tile-1 from one stage while `tile` lands in the other
 #pragma unroll
         for (int k = 0; k < kBK; ++k) {
-            if (k == kBK - 1) {        // last step: switch stages before its FFMA, so they hide the first reads
-                cp_async_wait_all();   // this thread's copies of `tile` have landed ...
-                __syncthreads();       // ... and everyone's; nobody reads the stage of tile-1 any more
+            if (k == kBK - 1) {       // last step: switch stages before its FFMA, so they hide the first reads
+                cp_async_wait_all();  // this thread's copies of `tile` have landed ...
+                __syncthreads();      // ... and everyone's; nobody reads the stage of tile-1 any more
                 a_read ^= kFlip;
                 b_read ^= kFlip;
                 a_write ^= kFlip;
@@ -192,8 +188,7 @@ inline void launch(const Gemm& g) {
     const dim3 grid(blocks(g.N, kBN), blocks(g.M, kBM));
     if (g.N % 4 == 0 && reinterpret_cast<uintptr_t>(g.B) % 16 == 0)
         sgemmAsyncDoubleBuffered<true><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
-    else
-        sgemmAsyncDoubleBuffered<false><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    else sgemmAsyncDoubleBuffered<false><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
