@@ -6,8 +6,8 @@
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
 // is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -67,21 +67,13 @@ static const Rung kLadder[] = {
 };
 constexpr int kRungs = int(std::size(kLadder));
 
-// --sweep: rung 7 in 13 tile configurations, WarpTiling<kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks>,
-// each named "7: " and its tiles_text ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "7: 128x128x8 w64x32 t8x8 s2").
+// --sweep: rung 7 in the 13 tile configurations of rung7::SweepTiles, each named "7: " and its tiles_text
+// ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "7: 128x128x8 w64x32 t8x8 s2").
 template <class... Cfg>
-static std::vector<Rung> rung7_sweep() {
+static std::vector<Rung> rung7_sweep(rung7::TileList<Cfg...>) {
     return {Rung{"7: " + rung7::tiles_text<Cfg>(), rung7::launch<Cfg>, Cfg::kSmemBytes}...};
 }
-using rung7::WarpTiling;
-static const std::vector<Rung> kSweep =
-    rung7_sweep<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>,
-                WarpTiling<128, 128, 8, 32, 64, 8, 8, 3, 2>, WarpTiling<128, 128, 16, 64, 32, 8, 8, 3, 2>,
-                WarpTiling<128, 128, 8, 64, 64, 16, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>,
-                WarpTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 16, 64, 64, 16, 8, 3, 2>,
-                WarpTiling<128, 128, 16, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 8, 64, 64, 8, 16, 3, 2>,
-                WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>, WarpTiling<256, 128, 8, 64, 64, 16, 8, 3, 1>,
-                WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>();
+static const std::vector<Rung> kSweep = rung7_sweep(rung7::SweepTiles{});
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (lesson contract)
@@ -250,20 +242,13 @@ int main(int argc, char** argv) {
         report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
                                  "cuBLAS", small);
     report.note(
-        "edges: every rung handles any M, N, K itself (no fallback): tiles that cross the matrix edge load zeros and "
-        "store only inside C; rungs 4-11 use 16-byte accesses only where a row starts 16-byte aligned (K % 4 == 0 for "
-        "A, N % 4 == 0 for B and C) and guarded 4-byte ones elsewhere; rungs 7-10 load tiles that lie wholly inside "
-        "the matrices without checks; rung 11 copies the partial k tile first and zero-fills the rest with 0-byte "
-        "copies");
-    report.note(
-        "timed-shape checks compare each rung with cuBLAS's output, every element; cuBLAS is checked against the CPU "
-        "on sampled rows");
-    char key[160];
-    if (ladder.empty())
-        std::snprintf(key, sizeof key, "no ladder rung ran at %s (see the notes)", timed.text().c_str());
-    else
-        std::snprintf(key, sizeof key, "best rung '%s' %.0f GFLOP/s at %s", timed_rungs[best]->name.c_str(),
-                      best_gflops, timed.text().c_str());
+        "edges: every rung handles any M, N, K itself (no fallback), loading zeros outside A and B and storing "
+        "only inside C; 16-byte accesses only where rows start 16-byte aligned, 4-byte ones elsewhere");
+    report.note("timed-shape checks compare each rung with cuBLAS, every element; cuBLAS is checked on sampled rows");
+    const std::string key = ladder.empty()
+                                ? "no ladder rung ran at " + timed.text() + " (see the notes)"
+                                : "best rung '" + timed_rungs[best]->name + "' " +
+                                      std::to_string(std::lround(best_gflops)) + " GFLOP/s at " + timed.text();
     report.key_result(key, best_gflops / cublas_gflops, "cuBLAS fp32", lesson::Against::Yardstick, small);
     report.default_size(cli.at_default_size());
     report.target("best rung vs cuBLAS fp32", best_gflops / cublas_gflops, 0.98, "x");

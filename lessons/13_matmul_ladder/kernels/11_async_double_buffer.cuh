@@ -14,8 +14,9 @@
 //         whole: the loop has no edge path, and rows or columns outside the matrices are
 //         copies of 0 bytes (zero fill). Per 8-wide tile the loop body is 8 x 128 FFMA,
 //         48 LDS.128, 6 copies and one barrier: about as long as cuBLAS's.
-// Lacks:  nothing cuBLAS's kernel has at this shape; the next step is tensor cores.
-// Next:   lesson 20 (tensor cores); README.md, "Next".
+// Lacks:  fp32 FFMA is all it uses: cuBLAS's TF32 and BF16 tensor cores run several
+//         times faster (lesson 08, lesson 20).
+// Next:   lesson 14 (14_reduction), Part II; README.md, "Next".
 // Run:    ./build/bin/matmul_ladder --rung=11
 #pragma once
 #include "common.cuh"

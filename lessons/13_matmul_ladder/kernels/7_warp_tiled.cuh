@@ -223,6 +223,17 @@ inline void launch(const Gemm& g) {
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>;
 
+// --sweep (main.cu) times rung 7 in these 13 tile configurations as well.
+template <class... Cfg>
+struct TileList {};
+using SweepTiles = TileList<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>,
+                            WarpTiling<128, 128, 8, 32, 64, 8, 8, 3, 2>, WarpTiling<128, 128, 16, 64, 32, 8, 8, 3, 2>,
+                            WarpTiling<128, 128, 8, 64, 64, 16, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 64, 16, 8, 3, 2>,
+                            WarpTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 16, 64, 64, 16, 8, 3, 2>,
+                            WarpTiling<128, 128, 16, 64, 64, 16, 8, 4, 2>, WarpTiling<128, 128, 8, 64, 64, 8, 16, 3, 2>,
+                            WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>, WarpTiling<256, 128, 8, 64, 64, 16, 8, 3, 1>,
+                            WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>>;
+
 template <class Cfg>
 std::string tiles_text() {  // "BMxBNxBK wWMxWN tTMxTN sSTAGES", as in the sweep table
     return std::to_string(Cfg::kBM) + "x" + std::to_string(Cfg::kBN) + "x" + std::to_string(Cfg::kBK) + " w" +
