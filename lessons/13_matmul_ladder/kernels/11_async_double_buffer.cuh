@@ -3,8 +3,8 @@
 //
 // Before: rung 9 had the schedule of the fastest hand-written SGEMMs: a 128 x 256 x 8
 //         tile, two shared buffers, one barrier per tile, fragments double-buffered in
-//         registers. It staged the next tile through registers, and ptxas moved those
-//         loads down next to their stores, where their latency showed (README.md).
+//         registers. It staged the next tile through registers, where ptxas may move
+//         the loads down next to their stores and expose their latency (README.md).
 //         Rung 10 grew rung 7 instead and hit a loop too long for the instruction cache.
 // Here:   rung 9's schedule with rung 7's warp tiles (8 warps of 64 x 64, 16 x 8 per
 //         lane) and the next tile moved by cp.async, a few copies after each of the
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 b_src += size_t(kBK) * N;
             }
             fragments(smem, a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
-            if (k < 4) {  // this step's share of the copies of `tile` (all issued before the FFMA run out)
+            if (k < 4) {  // this step's share of the copies of `tile`: steps 0-2 (16-byte B) or 0-3
 #pragma unroll
                 for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q);
             }
