@@ -471,7 +471,7 @@ TEST_CASE("parallel: FFT references on any thread count", "[parallel][fft]") {
         for (int t : kManyThreads) CHECK(same_bits(on_threads(t, run), want));
     }
     SECTION("complex_matmul_reference and complex_vecmat_reference") {
-        const int64_t M = 37, N = 600, K = 40;  // 3 blocks of 16 rows (the last one short); two strips of columns
+        const int64_t M = 300, N = 600, K = 40;  // tiles of 128 x 128: 3 x 5, the last row and column short
         const std::vector<float> A = uniform(uint64_t(2 * M * K), 14), B = uniform(uint64_t(2 * K * N), 15);
         auto matmul = [&] {
             std::vector<cplx> C(static_cast<size_t>(M * N));

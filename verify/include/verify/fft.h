@@ -178,44 +178,41 @@ inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
     return v;
 }
 
-// Rows [i_begin, i_end) of C = A * B, with B split into its real (br) and
-// imaginary (bi) parts as doubles: the single-threaded loop (see below).
-// Rows of C per pass over B: each row of B read serves this many rows of C (B is read
-// M / kMatmulRowsPerPass times in all), and their sums (16 x N complex doubles) stay in the L2.
-constexpr int64_t kMatmulRowsPerPass = 16;
-inline void complex_matmul_rows(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
-                                int64_t i_begin, int64_t i_end) {
-    constexpr int64_t R = kMatmulRowsPerPass;
-    std::vector<double> cr(static_cast<size_t>(R * N)), ci(static_cast<size_t>(R * N));
-    for (int64_t i0 = i_begin; i0 < i_end; i0 += R) {
-        const int64_t rows = (i_end - i0 < R) ? i_end - i0 : R;
-        std::fill(cr.begin(), cr.end(), 0.0);
-        std::fill(ci.begin(), ci.end(), 0.0);
-        for (int64_t k = 0; k < K; ++k) {
-            const double* bkr = br + k * N;
-            const double* bki = bi + k * N;
-            for (int64_t r = 0; r < rows; ++r) {
-                const int64_t ia = 2 * ((i0 + r) * K + k);
-                const double ar = A[ia], ai = A[ia + 1];
-                double* xr = cr.data() + r * N;
-                double* xi = ci.data() + r * N;
-                for (int64_t j = 0; j < N; ++j) {
-                    xr[j] += ar * bkr[j] - ai * bki[j];
-                    xi[j] += ar * bki[j] + ai * bkr[j];
-                }
+// Rows [i_begin, i_end) and columns [j_begin, j_end) of C = A * B, with B split into its real
+// (br) and imaginary (bi) parts as doubles: the single-threaded loop (see below).
+// A tile of C is kMatmulRowsPerPass rows by kMatmulColsPerPass columns: its sums (128 x 128
+// complex doubles, 256 KiB) stay in the L2 while the matching columns of B stream past once,
+// so B is read M / kMatmulRowsPerPass times in all.
+constexpr int64_t kMatmulRowsPerPass = 128;
+constexpr int64_t kMatmulColsPerPass = 128;
+inline void complex_matmul_tile(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
+                                int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) {
+    const int64_t rows = i_end - i_begin, cols = j_end - j_begin;
+    std::vector<double> cr(static_cast<size_t>(rows * cols), 0.0), ci(static_cast<size_t>(rows * cols), 0.0);
+    for (int64_t k = 0; k < K; ++k) {
+        const double* bkr = br + k * N + j_begin;
+        const double* bki = bi + k * N + j_begin;
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t ia = 2 * ((i_begin + r) * K + k);
+            const double ar = A[ia], ai = A[ia + 1];
+            double* xr = cr.data() + r * cols;
+            double* xi = ci.data() + r * cols;
+            for (int64_t j = 0; j < cols; ++j) {
+                xr[j] += ar * bkr[j] - ai * bki[j];
+                xi[j] += ar * bki[j] + ai * bkr[j];
             }
         }
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t j = 0; j < N; ++j) C[(i0 + r) * N + j] = cplx(cr[r * N + j], ci[r * N + j]);
     }
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j)
+            C[(i_begin + r) * N + j_begin + j] = cplx(cr[r * cols + j], ci[r * cols + j]);
 }
 
 // C = A * B with A M x K, B K x N, C M x N, all complex and row-major; A and B
 // interleaved float complex, C accumulated in double. Loop order i-k-j over
-// blocks of kMatmulRowsPerPass rows of C (each pass over a row of B serves that many
-// rows), with real and imaginary parts in separate arrays so the inner loop vectorizes.
-// Blocks of rows run on all cores; every element of C is the same sum, k
-// upwards, whatever block it falls in.
+// tiles of C (see complex_matmul_tile), with real and imaginary parts in separate
+// arrays so the inner loop vectorizes. Tiles run on all cores; every element of C
+// is the same sum, k upwards, whatever tile it falls in.
 inline void complex_matmul_reference(const float* A, const float* B, cplx* C, int64_t M, int64_t N, int64_t K) {
     if (M <= 0 || N <= 0) return;
     std::vector<double> br(static_cast<size_t>(K * N)), bi(static_cast<size_t>(K * N));
@@ -226,10 +223,13 @@ inline void complex_matmul_reference(const float* A, const float* B, cplx* C, in
             pi[i] = B[2 * i + 1];
         }
     });
-    constexpr int64_t R = kMatmulRowsPerPass;
-    const uint64_t groups = uint64_t((M + R - 1) / R);
-    parallel_blocks(groups, items_per_block(uint64_t(4 * R * K * N)), [=](uint64_t g0, uint64_t g1) {
-        complex_matmul_rows(A, pr, pi, C, N, K, int64_t(R * g0), std::min(M, int64_t(R * g1)));
+    constexpr int64_t R = kMatmulRowsPerPass, W = kMatmulColsPerPass;
+    const uint64_t row_tiles = uint64_t((M + R - 1) / R), col_tiles = uint64_t((N + W - 1) / W);
+    parallel_blocks(row_tiles * col_tiles, items_per_block(uint64_t(4 * R * W * K)), [=](uint64_t t0, uint64_t t1) {
+        for (uint64_t t = t0; t < t1; ++t) {
+            const int64_t i0 = int64_t(t / col_tiles) * R, j0 = int64_t(t % col_tiles) * W;
+            complex_matmul_tile(A, pr, pi, C, N, K, i0, std::min(M, i0 + R), j0, std::min(N, j0 + W));
+        }
     });
 }
 
