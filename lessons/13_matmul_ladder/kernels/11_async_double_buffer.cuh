@@ -115,23 +115,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int b_step = kRowStep * N;
 
     constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
-    // Copy q of the tile at a_src, b_src into the stage being written: q < 4 is A's row q, the rest B's rows.
-    // in == false copies 0 bytes (zero fill) from the matrix's first element; the loop passes true.
-    const auto copy = [&](int q, bool in) {
-        if (q < 4) {
-            cp_async_4(sbase + 4u * (a_write + 32 * q), in ? a_src + a_off[q] : A, in ? a_bytes[q] : 0u);
-        } else {
-            const unsigned dst = sbase + 4u * (b_write + (q - 4) * kRowStep * kBN);
-            const float* src = in ? b_src + (q - 4) * b_step : B;
-            if (kVecB) cp_async_16(dst, src, in ? b_bytes : 0u);
-            else cp_async_4(dst, src, in ? b_bytes : 0u);
-        }
+    const auto copy = [&](int q) {  // copy q of a whole tile into the stage being written
+        if (q < 4) cp_async_4(sbase + 4u * (a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
+        else if (kVecB)
+            cp_async_16(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
+        else cp_async_4(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
     };
 
     // Tile 0 is the partial one: its first `first` columns of k are real, the rest zeros. Every later tile is whole.
     const int tiles = (K + kBK - 1) / kBK, first = K - (tiles - 1) * kBK;
 #pragma unroll
-    for (int q = 0; q < kCopies; ++q) copy(q, q < 4 ? ka < first : rb + kRowStep * (q - 4) < first);
+    for (int i = 0; i < 4; ++i) {
+        const bool in = a_bytes[i] != 0 && ka < first;
+        cp_async_4(sbase + 4u * (a_write + 32 * i), in ? a_src + a_off[i] : A, in ? 4u : 0u);
+    }
+#pragma unroll
+    for (int j = 0; j < kBCopies; ++j) {
+        const bool in = b_bytes != 0 && rb + kRowStep * j < first;
+        const unsigned dst = sbase + 4u * (b_write + j * kRowStep * kBN);
+        if (kVecB) cp_async_16(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        else cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+    }
     a_src += first;
     b_src += size_t(first) * N;
     cp_async_wait_all();
@@ -158,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             fragments(smem, a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
             if (k < 4) {  // this step's share of the copies of `tile`: steps 0-2 (16-byte B) or 0-3
 #pragma unroll
-                for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q, true);
+                for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q);
             }
             outerProduct(a[k % 2], b[k % 2], acc);
         }
