@@ -207,12 +207,10 @@ int main(int argc, char** argv) {
             }
             // Timed: each call zeroes the 1 KB of counters (cudaMemsetAsync) and
             // launches the rung; the time includes both, as CUB's includes its zeroing.
-            // A rung whose --repeat samples would take over a second (rung 1 at the default
-            // size: 70-120 ms a call) takes 7 of them after one warm-up call (the verified
-            // run above was the first): a median of 7 is as steady at that length.
-            const double loop_ms = first_ms * double(opt.repeat), budget_ms = 1000.0;
-            const int samples = int(lesson::capped_samples(opt.repeat, loop_ms, budget_ms));
-            const bool long_rung = loop_ms > budget_ms;  // one warm-up then: the verified run was the first
+            // Long rungs take fewer samples (lesson::capped_samples; rung 1 at the default size,
+            // 70-120 ms a call, takes 3) after one warm-up call: the verified run above was the first.
+            const int samples = int(lesson::capped_samples(opt.repeat, first_ms));
+            const bool long_rung = samples < opt.repeat;
             ms[which][k] = lesson::time_median_ms(
                 samples,
                 [&] {
@@ -241,8 +239,7 @@ int main(int argc, char** argv) {
     lesson::add_bound(report, dram, int(opt.device));
     report.timing(std::string(lesson::kTimingMethod) +
                   "; each rung's call is a cudaMemsetAsync of the 1 KB histogram plus the kernel, each CUB call "
-                  "its zeroing kernel plus its histogram kernel; a rung whose --repeat samples would take over 1 s "
-                  "(rung 1 at the default size) takes the median of 7");
+                  "its zeroing kernel plus its histogram kernel; one warm-up call before a long rung's samples");
     auto gbps = [&](double t) { return double(N) / (t * 1e6); };
     double best_vs_cub[kInputCount] = {}, worst_vs_cub = INFINITY;
     std::string best_text;

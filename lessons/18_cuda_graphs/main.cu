@@ -113,8 +113,8 @@ static void enqueue_step(const State& s, int K, cudaStream_t stream) {
 // `repeat` timed runs. Every run starts from init (copied into x before the start event,
 // so not timed); CUDA events time everything enqueue() issues on the stream, the host
 // clock times the enqueueing alone. The last timed run must leave the same bits.
-// Where the first timed run shows that `repeat` of them would take over half a second (modes a and
-// d at the default size: 70 and 45 ms a run), 7 runs are taken (lesson::capped_samples).
+// Long runs take fewer samples, going by the first timed run (lesson::capped_samples): at the default
+// size mode a (70 ms a run) takes 3, the other modes (20-45 ms a run) 7.
 template <class Enqueue>
 static Run measure(const Ctx& c, const std::string& name, double kernels, bool both, Enqueue&& enqueue,
                    const std::function<void()>& also_reset = {}) {
@@ -149,7 +149,7 @@ static Run measure(const Ctx& c, const std::string& name, double kernels, bool b
         enqueue();
         host.push_back(h.ms());
         gpu.push_back(timer.stop(c.stream));
-        if (r == 0) runs = int(lesson::capped_samples(c.repeat, gpu[0] * c.repeat));
+        if (r == 0) runs = int(lesson::capped_samples(c.repeat, gpu[0]));
     }
     run.gpu_ms = lesson::median(gpu);
     run.host_ms = lesson::median(host);
@@ -728,9 +728,9 @@ int main(int argc, char** argv) {
     // 5. The report: per-kernel time of each run (run time / kernels launched), the host's
     //    enqueue time, and for graphs the instantiate cost and the replays that repay it.
     report.timing(
-        "whole workload, CUDA events around it (median of --repeat runs, or of 7 where --repeat runs would "
-        "take over 0.5 s, each from the initial state after a verified warm-up run); 'host' = host clock around "
-        "the enqueue loop alone");
+        "whole workload, CUDA events around it (median of --repeat runs, at most 7 where they would take "
+        "over 0.15 s, 3 where one takes 50 ms or more; each from the initial state after a verified warm-up "
+        "run); 'host' = host clock around the enqueue loop alone");
     const Run* stream_run = nullptr;
     const Run* graph_run = nullptr;
     for (const Run& run : runs) {

@@ -66,3 +66,27 @@ TEST_CASE("chunked: uniform_sum_rms matches the data", "[chunked]") {
     verify::chunk_add_reference(ref.data(), ref.size(), 3, 0);
     CHECK(verify::rms(ref.data(), ref.size()) == Approx(verify::uniform_sum_rms()).epsilon(0.01));
 }
+
+TEST_CASE("chunked: add_computed (reference from the global index, no buffer) gives add()'s result", "[chunked]") {
+    // Two chunks past 2^31, the second larger than one reduce block, one element wrong in it.
+    const uint64_t seed = 11, first0 = (uint64_t(1) << 31) + 7, n0 = 1000, n1 = verify::kReduceBlock * 3 + 5;
+    const uint64_t first1 = first0 + n0;
+    std::vector<float> out(n0 + n1);
+    for (uint64_t i = 0; i < out.size(); ++i) out[i] = float(verify::chunk_add_value(seed, first0 + i));
+    out[n0 + 4321] += 0.5f;
+    std::vector<double> ref(out.size());
+    verify::chunk_add_reference(ref.data(), ref.size(), seed, first0);
+    verify::Comparer buffered(1e-5, verify::uniform_sum_rms()), computed(1e-5, verify::uniform_sum_rms());
+    buffered.add(out.data(), ref.data(), n0, first0);
+    buffered.add(out.data() + n0, ref.data() + n0, n1, first1);
+    auto at = [&](uint64_t g) { return verify::chunk_add_value(seed, g); };
+    computed.add_computed(out.data(), n0, first0, at);
+    computed.add_computed(out.data() + n0, n1, first1, at);
+    const auto b = buffered.result("buffered"), c = computed.result("computed");
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_bad == static_cast<int64_t>(first1 + 4321));
+    CHECK(c.bad_count == 1);
+    CHECK(c.checked == b.checked);
+    CHECK(c.rel_l2 == b.rel_l2);
+    CHECK(c.max_abs == b.max_abs);
+}

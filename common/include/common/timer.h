@@ -63,26 +63,32 @@ private:
     cudaEvent_t start_{}, stop_{};
 };
 
-// The samples of a timed loop of long work: `repeat`, or at most 7 where the loop (the lesson says
-// what it costs: loop_ms, from a run it has already timed) would take over budget_ms. At tens of
-// milliseconds a run, a median of 7 is as steady as one of 15, and the default run is seconds shorter.
-inline int64_t capped_samples(int64_t repeat, double loop_ms, double budget_ms = 500.0) {
-    return loop_ms > budget_ms ? std::min<int64_t>(repeat, 7) : repeat;
+// How many samples to take of work that takes sample_ms a run: `repeat`, but at most 7 where
+// `repeat` runs would take over kLongLoopMs, and at most 3 where one run takes kLongRunMs or
+// more. At 10 ms and more a run, a median of 7 is as steady as one of 15; at 50 ms and more, one
+// of 3 is; and the default run of the course is seconds shorter.
+constexpr double kLongLoopMs = 150.0, kLongRunMs = 50.0;
+inline int64_t capped_samples(int64_t repeat, double sample_ms) {
+    if (sample_ms >= kLongRunMs) return std::min<int64_t>(repeat, 3);
+    return sample_ms * double(repeat) > kLongLoopMs ? std::min<int64_t>(repeat, 7) : repeat;
 }
 
 // How time_median_ms takes its samples; a lesson prints it with Report::timing.
 inline const char* kTimingMethod =
-    "CUDA events after a warm-up; median of --repeat samples; work shorter than 0.5 ms is timed as a burst "
-    "of back-to-back calls between one event pair (per-call time = burst time / calls), so launch latency "
-    "is not inside the number";
+    "CUDA events after a warm-up; median of --repeat samples (at most 7 where --repeat of them would take "
+    "over 0.15 s, 3 where one takes 50 ms or more); work shorter than 0.5 ms is timed as a burst of back-to-back calls between one event pair "
+    "(per-call time = burst time / calls), so launch latency is not inside the number";
 
 // Runs work() `warmup` times untimed, then takes `repeat` samples with events on
 // `stream` and returns the median per call, in milliseconds. A sample is one
 // call when one call takes at least `min_sample_ms`; otherwise it is a burst of
 // back-to-back calls (up to 1000) lasting about that long, divided by their
 // count: one event pair per call would measure the launch latency of
-// microsecond-scale work, not the work. work() must issue its device work on
-// `stream` (or the legacy default stream, which orders with it).
+// microsecond-scale work, not the work. The first timed call, which finds out
+// which, is the first sample where a sample is one call, and long work takes
+// fewer samples (capped_samples).
+// work() must issue its device work on `stream` (or the legacy default
+// stream, which orders with it).
 template <class Work>
 double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2, double min_sample_ms = 0.5) {
     const Phase phase("time_median_ms, samples", repeat);
@@ -93,9 +99,14 @@ double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warm
     work();
     const double one = t.stop(stream);
     int calls = 1;
-    if (one < min_sample_ms) calls = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
     std::vector<double> ms;
-    for (int i = 0; i < repeat; ++i) {
+    if (one < min_sample_ms) {
+        calls = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
+    } else {
+        ms.push_back(one);
+        repeat = int(capped_samples(repeat, one));
+    }
+    while (int(ms.size()) < repeat) {
         t.start(stream);
         for (int c = 0; c < calls; ++c) work();
         ms.push_back(t.stop(stream) / calls);

@@ -20,12 +20,15 @@ namespace verify {
 // chunk arrives, so a Comparer can accumulate chunk by chunk.
 inline double uniform_sum_rms() { return std::sqrt(2.0 / 3.0); }
 
+// Element g of C = A + B, in double: the reference of one element, from its global index alone.
+inline double chunk_add_value(uint64_t seed, uint64_t g) {
+    return static_cast<double>(hash_uniform(seed, g)) + static_cast<double>(hash_uniform(seed + 1, g));
+}
+
 // ref[i] = A[first + i] + B[first + i] in double, for i < count. Blocks of elements run on all host cores.
 inline void chunk_add_reference(double* ref, uint64_t count, uint64_t seed, uint64_t first) {
     parallel_blocks(count, items_per_block(1), [=](uint64_t begin, uint64_t end) {
-        for (uint64_t i = begin; i < end; ++i)
-            ref[i] = static_cast<double>(hash_uniform(seed, first + i)) +
-                     static_cast<double>(hash_uniform(seed + 1, first + i));
+        for (uint64_t i = begin; i < end; ++i) ref[i] = chunk_add_value(seed, first + i);
     });
 }
 

@@ -34,8 +34,15 @@ public:
     // gpu[i] vs ref[i] for i < n; `offset` is the global index of element 0.
     template <class G, class R>
     void add(const G* gpu, const R* ref, uint64_t n, uint64_t offset = 0) {
+        add_computed(gpu, n, offset, [ref, offset](uint64_t g) { return static_cast<double>(ref[g - offset]); });
+    }
+
+    // gpu[i] vs ref_at(offset + i) for i < n: the reference computed element by element as it
+    // is compared (from the global index alone), with no buffer to hold it.
+    template <class G, class RefAt>
+    void add_computed(const G* gpu, uint64_t n, uint64_t offset, const RefAt& ref_at) {
         const std::vector<Tally> parts = block_partials<Tally>(
-            n, kReduceBlock, [&](uint64_t begin, uint64_t end) { return tally(gpu, ref, begin, end, offset); });
+            n, kReduceBlock, [&](uint64_t begin, uint64_t end) { return tally(gpu, ref_at, begin, end, offset); });
         for (const Tally& t : parts) merge(t);
         n_ += n;
     }
@@ -72,12 +79,12 @@ private:
     };
 
     // Elements [begin, end) of one add(): the single-threaded comparison loop.
-    template <class G, class R>
-    Tally tally(const G* gpu, const R* ref, uint64_t begin, uint64_t end, uint64_t offset) const {
+    template <class G, class RefAt>
+    Tally tally(const G* gpu, const RefAt& ref_at, uint64_t begin, uint64_t end, uint64_t offset) const {
         Tally t;
         for (uint64_t i = begin; i < end; ++i) {
             double g = static_cast<double>(gpu[i]);
-            double r = static_cast<double>(ref[i]);
+            double r = ref_at(offset + i);
             double d = g - r;
             t.diff2 += d * d;
             t.ref2 += r * r;

@@ -182,14 +182,41 @@ inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
 // (br) and imaginary (bi) parts as doubles: the single-threaded loop (see below).
 // A tile of C is kMatmulRowsPerPass rows by kMatmulColsPerPass columns: its sums (128 x 128
 // complex doubles, 256 KiB) stay in the L2 while the matching columns of B stream past once,
-// so B is read M / kMatmulRowsPerPass times in all.
+// so B is read M / kMatmulRowsPerPass times in all. Four k steps are added to a sum while it
+// sits in a register, one after another (the same additions, in the same order, as one k at
+// a time), so each sum is loaded and stored K / 4 times instead of K times.
 constexpr int64_t kMatmulRowsPerPass = 128;
 constexpr int64_t kMatmulColsPerPass = 128;
 inline void complex_matmul_tile(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
                                 int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) {
     const int64_t rows = i_end - i_begin, cols = j_end - j_begin;
     std::vector<double> cr(static_cast<size_t>(rows * cols), 0.0), ci(static_cast<size_t>(rows * cols), 0.0);
-    for (int64_t k = 0; k < K; ++k) {
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+        const double *b0r = br + k * N + j_begin, *b0i = bi + k * N + j_begin;
+        const double *b1r = b0r + N, *b1i = b0i + N, *b2r = b1r + N, *b2i = b1i + N, *b3r = b2r + N, *b3i = b2i + N;
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* a = A + 2 * ((i_begin + r) * K + k);
+            const double a0r = a[0], a0i = a[1], a1r = a[2], a1i = a[3];
+            const double a2r = a[4], a2i = a[5], a3r = a[6], a3i = a[7];
+            double* xr = cr.data() + r * cols;
+            double* xi = ci.data() + r * cols;
+            for (int64_t j = 0; j < cols; ++j) {
+                double re = xr[j], im = xi[j];
+                re += a0r * b0r[j] - a0i * b0i[j];
+                im += a0r * b0i[j] + a0i * b0r[j];
+                re += a1r * b1r[j] - a1i * b1i[j];
+                im += a1r * b1i[j] + a1i * b1r[j];
+                re += a2r * b2r[j] - a2i * b2i[j];
+                im += a2r * b2i[j] + a2i * b2r[j];
+                re += a3r * b3r[j] - a3i * b3i[j];
+                im += a3r * b3i[j] + a3i * b3r[j];
+                xr[j] = re;
+                xi[j] = im;
+            }
+        }
+    }
+    for (; k < K; ++k) {  // the last K % 4 steps
         const double* bkr = br + k * N + j_begin;
         const double* bki = bi + k * N + j_begin;
         for (int64_t r = 0; r < rows; ++r) {
