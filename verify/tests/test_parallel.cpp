@@ -526,3 +526,22 @@ TEST_CASE("host_vector: a std::vector whose elements start unset", "[parallel]")
     const verify::host_vector<float> copy = w;
     CHECK(copy == w);
 }
+
+TEST_CASE("host_vector: a large buffer (huge pages asked for) holds and keeps its data", "[parallel]") {
+    const size_t n = verify::kHugeFrom / sizeof(float) + 777;  // just over the size that asks for 2 MB pages
+    verify::host_vector<float> v(n);
+#if defined(__linux__)
+    CHECK(reinterpret_cast<uintptr_t>(v.data()) % verify::kHugePage == 0);
+#endif
+    verify::parallel_blocks(n, uint64_t(1) << 16, [&](uint64_t b, uint64_t e) {
+        for (uint64_t i = b; i < e; ++i) v[i] = float(i % 1000);
+    });
+    v.resize(n + 10, 3.0f);  // reallocates: the old buffer's data move over
+    v.shrink_to_fit();
+    bool same = true;
+    for (size_t i = 0; i < n; ++i) same = same && v[i] == float(i % 1000);
+    CHECK(same);
+    CHECK(v[n + 9] == 3.0f);
+    verify::host_vector<float> small(100, 1.0f);  // below the size: the usual allocation
+    CHECK(small[99] == 1.0f);
+}

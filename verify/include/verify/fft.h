@@ -193,8 +193,8 @@ inline void complex_matmul_tile(const float* A, const double* br, const double* 
     std::vector<double> cr(static_cast<size_t>(rows * cols), 0.0), ci(static_cast<size_t>(rows * cols), 0.0);
     int64_t k = 0;
     for (; k + 4 <= K; k += 4) {
-        const double *b0r = br + k * N + j_begin, *b0i = bi + k * N + j_begin;
-        const double *b1r = b0r + N, *b1i = b0i + N, *b2r = b1r + N, *b2i = b1i + N, *b3r = b2r + N, *b3i = b2i + N;
+        const double* b = br + k * N + j_begin;  // row k of B's real part; row k + q is q * N further on
+        const double* c = bi + k * N + j_begin;  // and of its imaginary part
         for (int64_t r = 0; r < rows; ++r) {
             const float* a = A + 2 * ((i_begin + r) * K + k);
             const double a0r = a[0], a0i = a[1], a1r = a[2], a1i = a[3];
@@ -202,15 +202,17 @@ inline void complex_matmul_tile(const float* A, const double* br, const double* 
             double* xr = cr.data() + r * cols;
             double* xi = ci.data() + r * cols;
             for (int64_t j = 0; j < cols; ++j) {
+                const double b0r = b[j], b1r = b[N + j], b2r = b[2 * N + j], b3r = b[3 * N + j];
+                const double b0i = c[j], b1i = c[N + j], b2i = c[2 * N + j], b3i = c[3 * N + j];
                 double re = xr[j], im = xi[j];
-                re += a0r * b0r[j] - a0i * b0i[j];
-                im += a0r * b0i[j] + a0i * b0r[j];
-                re += a1r * b1r[j] - a1i * b1i[j];
-                im += a1r * b1i[j] + a1i * b1r[j];
-                re += a2r * b2r[j] - a2i * b2i[j];
-                im += a2r * b2i[j] + a2i * b2r[j];
-                re += a3r * b3r[j] - a3i * b3i[j];
-                im += a3r * b3i[j] + a3i * b3r[j];
+                re += a0r * b0r - a0i * b0i;
+                im += a0r * b0i + a0i * b0r;
+                re += a1r * b1r - a1i * b1i;
+                im += a1r * b1i + a1i * b1r;
+                re += a2r * b2r - a2i * b2i;
+                im += a2r * b2i + a2i * b2r;
+                re += a3r * b3r - a3i * b3i;
+                im += a3r * b3i + a3i * b3r;
                 xr[j] = re;
                 xi[j] = im;
             }
