@@ -182,43 +182,14 @@ inline std::vector<cplx> to_cplx(const float* interleaved, uint64_t count) {
 // (br) and imaginary (bi) parts as doubles: the single-threaded loop (see below).
 // A tile of C is kMatmulRowsPerPass rows by kMatmulColsPerPass columns: its sums (128 x 128
 // complex doubles, 256 KiB) stay in the L2 while the matching columns of B stream past once,
-// so B is read M / kMatmulRowsPerPass times in all. Four k steps are added to a sum while it
-// sits in a register, one after another (the same additions, in the same order, as one k at
-// a time), so each sum is loaded and stored K / 4 times instead of K times.
+// so B is read M / kMatmulRowsPerPass times in all.
 constexpr int64_t kMatmulRowsPerPass = 128;
 constexpr int64_t kMatmulColsPerPass = 128;
 inline void complex_matmul_tile(const float* A, const double* br, const double* bi, cplx* C, int64_t N, int64_t K,
                                 int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) {
     const int64_t rows = i_end - i_begin, cols = j_end - j_begin;
     std::vector<double> cr(static_cast<size_t>(rows * cols), 0.0), ci(static_cast<size_t>(rows * cols), 0.0);
-    int64_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-        const double* b = br + k * N + j_begin;  // row k of B's real part; row k + q is q * N further on
-        const double* c = bi + k * N + j_begin;  // and of its imaginary part
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* a = A + 2 * ((i_begin + r) * K + k);
-            const double a0r = a[0], a0i = a[1], a1r = a[2], a1i = a[3];
-            const double a2r = a[4], a2i = a[5], a3r = a[6], a3i = a[7];
-            double* xr = cr.data() + r * cols;
-            double* xi = ci.data() + r * cols;
-            for (int64_t j = 0; j < cols; ++j) {
-                const double b0r = b[j], b1r = b[N + j], b2r = b[2 * N + j], b3r = b[3 * N + j];
-                const double b0i = c[j], b1i = c[N + j], b2i = c[2 * N + j], b3i = c[3 * N + j];
-                double re = xr[j], im = xi[j];
-                re += a0r * b0r - a0i * b0i;
-                im += a0r * b0i + a0i * b0r;
-                re += a1r * b1r - a1i * b1i;
-                im += a1r * b1i + a1i * b1r;
-                re += a2r * b2r - a2i * b2i;
-                im += a2r * b2i + a2i * b2r;
-                re += a3r * b3r - a3i * b3i;
-                im += a3r * b3i + a3i * b3r;
-                xr[j] = re;
-                xi[j] = im;
-            }
-        }
-    }
-    for (; k < K; ++k) {  // the last K % 4 steps
+    for (int64_t k = 0; k < K; ++k) {
         const double* bkr = br + k * N + j_begin;
         const double* bki = bi + k * N + j_begin;
         for (int64_t r = 0; r < rows; ++r) {
