@@ -80,22 +80,25 @@ inline const char* kTimingMethod =
     "between one event pair "
     "(per-call time = burst time / calls), so launch latency is not inside the number";
 
-// Runs work() `warmup` times untimed, then takes `repeat` samples with events on
-// `stream` and returns the median per call, in milliseconds. A sample is one
-// call when one call takes at least `min_sample_ms`; otherwise it is a burst of
-// back-to-back calls (up to 1000) lasting about that long, divided by their
-// count: one event pair per call would measure the launch latency of
-// microsecond-scale work, not the work. The first timed call, which finds out
-// which, is the first sample where a sample is one call, and long work takes
-// fewer samples (capped_samples).
-// work() must issue its device work on `stream` (or the legacy default
-// stream, which orders with it).
+// Runs work() `warmup` times untimed (once, where that call takes kLongRunMs or more),
+// then takes `repeat` samples with events on `stream` and returns the median per call, in
+// milliseconds. A sample is one call when one call takes at least `min_sample_ms`;
+// otherwise it is a burst of back-to-back calls (up to 1000) lasting about that long,
+// divided by their count: one event pair per call would measure the launch latency of
+// microsecond-scale work, not the work. The first timed call, which finds out which, is
+// the first sample where a sample is one call, and long work takes fewer samples
+// (capped_samples). work() must issue its device work on `stream` (or the legacy
+// default stream, which orders with it).
 template <class Work>
 double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warmup = 2, double min_sample_ms = 0.5) {
     const Phase phase("time_median_ms, samples", repeat);
     EventTimer t;
-    for (int i = 0; i < warmup; ++i) work();
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < warmup; ++i) {  // one warm-up call is enough for long work
+        const HostTimer h;
+        work();
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (h.ms() >= kLongRunMs) break;
+    }
     t.start(stream);
     work();
     const double one = t.stop(stream);
