@@ -95,9 +95,9 @@ int main(int argc, char** argv) {
         return ref;
     };
     // The first `early` checked images (all of them unless there are more than host threads), one after
-    // another, each on all host cores (the first one's time is the reference time): on the H100's host,
-    // 15 images one per host thread took 2.0-5.0 s, one after another 1.1-1.7 s. FT = F * T (every
-    // column of T transformed) serves the row checks.
+    // another, each on all host cores (the first one's time is the reference time). On the H100's host
+    // all 16 took 3.0 s so (2.4 s on the H200's); with the first one alone, then one image per host
+    // thread, they had taken 2.1-5.1 s. FT = F * T (every column of T transformed) serves the row checks.
     const int64_t early = std::min(nfull, nthreads);
     std::vector<std::vector<cplx>> full_refs(early);
     std::vector<cplx> ft;
