@@ -450,6 +450,7 @@ static std::vector<Run> mode_cublas(Ctx& c) {
     CUDA_CHECK(cudaMemset(d_y, 0, m * sizeof(float)));
     const float h_scalars[2] = {1.0f, 1.0f};  // alpha = 1, beta = 1: y = M x + y
     CUDA_CHECK(cudaMemcpy(d_scalars, h_scalars, sizeof h_scalars, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // c.stream is non-blocking: see "3." in main()
 
     // Everything cuBLAS needs is set up before the capture: a capture records work on the
     // stream; it must not create a handle or allocate memory.
@@ -674,6 +675,10 @@ int main(int argc, char** argv) {
     c.b = alloc_state(N);
     CUDA_CHECK(cudaMemcpy(c.a.init, h_init_a.data(), c.a.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(c.b.init, h_init_b.data(), c.b.bytes(), cudaMemcpyHostToDevice));
+    // The work goes on non-blocking streams, which do not wait for the legacy default stream, and
+    // a cudaMemcpy from pageable memory may return before its last bytes land: wait once, so that
+    // nothing reads `init` early (a sweep size once started from a half-copied state under load).
+    CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&c.side, cudaStreamNonBlocking));
     c.steps = steps;
@@ -794,6 +799,7 @@ int main(int argc, char** argv) {
             verify::host_vector<float> h_init(m);  // not zeroed: fill_uniform writes every element
             verify::fill_uniform(h_init.data(), m, uint64_t(opt.seed) + 2, 0.0f, 1.0f);
             CUDA_CHECK(cudaMemcpy(s.a.init, h_init.data(), s.a.bytes(), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaDeviceSynchronize());  // s.stream is non-blocking (see 3.)
             const std::string size = "sweep n=2^" + std::to_string(lg);
             const double kernels = double(sweep_steps) * double(K);
             Run st = measure(s, size + ": stream launches", kernels, false, [&] {
