@@ -158,14 +158,15 @@ lesson::Check check_exact(const T* got, uint64_t n, const Expect& expect, const 
         int64_t first = -1;
         double max_abs = 0, diff2 = 0, ref2 = 0;
     };
-    // First the common case, cheaply: every element the very bits it should be, and finite. Only
-    // where one is not are the error sums computed (with none, rel_l2 and max_abs are 0).
+    // Element i passes when it is the very bits it should be, and finite.
+    auto bad = [&](uint64_t i, const T& want) {
+        return std::memcmp(&got[i], &want, sizeof(T)) != 0 || !std::isfinite(double(got[i]));
+    };
+    // First the common case, cheaply: every element passes. Only where one does not are the
+    // error sums computed (with none, rel_l2 and max_abs are 0).
     const std::vector<uint64_t> mismatches = block_partials<uint64_t>(n, kReduceBlock, [&](uint64_t b, uint64_t e) {
         uint64_t m = 0;
-        for (uint64_t i = b; i < e; ++i) {
-            const T want = expect(i);
-            m += std::memcmp(&got[i], &want, sizeof(T)) != 0 || !std::isfinite(double(got[i]));
-        }
+        for (uint64_t i = b; i < e; ++i) m += bad(i, expect(i));
         return m;
     });
     uint64_t total = 0;
@@ -177,7 +178,7 @@ lesson::Check check_exact(const T* got, uint64_t n, const Expect& expect, const 
                 const T want = expect(i);
                 const double d = double(got[i]) - double(want);
                 t.ref2 += double(want) * double(want);
-                if (std::memcmp(&got[i], &want, sizeof(T)) == 0 && std::isfinite(double(got[i]))) continue;
+                if (!bad(i, want)) continue;
                 t.diff2 += d * d;
                 if (!std::isnan(t.max_abs) && !(std::fabs(d) <= t.max_abs)) t.max_abs = std::fabs(d);  // NaN sticks
                 if (t.first < 0) t.first = int64_t(i);
