@@ -76,9 +76,9 @@ inline int64_t capped_samples(int64_t repeat, double sample_ms) {
 // How time_median_ms takes its samples; a lesson prints it with Report::timing.
 inline const char* kTimingMethod =
     "CUDA events after a warm-up; median of --repeat samples (at most 7 where --repeat of them would take "
-    "over 0.15 s, 3 where one takes 50 ms or more); work shorter than 0.5 ms is timed as a burst of back-to-back calls "
-    "between one event pair "
-    "(per-call time = burst time / calls), so launch latency is not inside the number";
+    "over 0.15 s, 3 where one takes 50 ms or more); work shorter than 0.5 ms is timed as a burst of "
+    "back-to-back calls between one event pair (per-call time = burst time / calls), so launch latency "
+    "is not inside the number";
 
 // Runs work() `warmup` times untimed (once, where that call takes kLongRunMs or more),
 // then takes `repeat` samples with events on `stream` and returns the median per call, in
