@@ -62,11 +62,13 @@ int main(int argc, char** argv) {
     const size_t N = static_cast<size_t>(n), img_elems = N * N, img_bytes = img_elems * sizeof(cuComplex);
     const lesson::ChunkPlan plan = lesson::plan_chunks(batch, chunk);
     const int64_t nfull = std::min<int64_t>(full_checks, plan.count);
-    const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(nfull, std::thread::hardware_concurrency()));
-    // Pinned input and output batches, T and F*T, and per verifying thread an input image and two n x n double
-    // complex matrices (its reference, kept until the GPU's output is there, and the CGEMM's split operand).
+    // The references of the first `early` fully checked images are made ahead and kept until the GPU's
+    // output is there: all of them, or one per host core where there are more.
+    const int64_t early = std::max<int64_t>(1, std::min<int64_t>(nfull, std::thread::hardware_concurrency()));
+    // Pinned input and output batches, T and F*T, and per kept reference an input image and two n x n double
+    // complex matrices (the reference, and the CGEMM's split operand while it is made: an upper bound).
     lesson::require_host_memory(2 * batch * img_bytes + 3 * img_bytes +
-                                    nthreads * (img_bytes + 2 * img_elems * sizeof(cplx)),
+                                    early * (img_bytes + 2 * img_elems * sizeof(cplx)),
                                 "pinned", "--batch=" + std::to_string(batch) + " --n=" + std::to_string(n));
 
     // ---- T, and the CPU references of the images checked in full (see "Verify" below). They need no
@@ -94,11 +96,10 @@ int main(int argc, char** argv) {
         verify::fft2d(ref.data(), N, N, verify::kForward);
         return ref;
     };
-    // The first `early` checked images (all of them unless there are more than host threads), one after
-    // another, each on all host cores (the first one's time is the reference time). On the H100's host
-    // all 16 took 3.0 s so (2.4 s on the H200's); with the first one alone, then one image per host
-    // thread, they had taken 2.1-5.1 s. FT = F * T (every column of T transformed) serves the row checks.
-    const int64_t early = std::min(nfull, nthreads);
+    // The first `early` checked images, one after another, each on all host cores (the first one's time
+    // is the reference time). On the H100's host all 16 took 3.0 s so (2.4 s on the H200's); with the
+    // first one alone, then one image per host thread, they had taken 2.1-5.1 s. FT = F * T (every
+    // column of T transformed) serves the row checks.
     std::vector<std::vector<cplx>> full_refs(early);
     std::vector<cplx> ft;
     double cpu_ms = 0, early_ms = 0;
@@ -287,7 +288,7 @@ int main(int argc, char** argv) {
     auto gpu_image = [&](int64_t img) { return reinterpret_cast<const float*>(h_out + img * img_elems); };
     lesson::HostTimer verify_timer;
     // (1) Each checked image against its reference, in sample order; the first reference's RMS is the
-    // error scale for all. Samples past the first `early` (more than host threads) get theirs now,
+    // error scale for all. Samples past the first `early` (more than host cores) get theirs now,
     // `early` at a time, one after another.
     verify::Comparer full(1e-4, verify::rms(reinterpret_cast<const double*>(full_refs[0].data()), img_floats));
     for (int64_t first = 0; first < nfull; first += early) {
@@ -370,7 +371,7 @@ int main(int argc, char** argv) {
     report.metric("speedup over 1 stream", seq_ms / pipe_ms, "x");
     report.metric("host: generate inputs, threads (not timed)", generate_ms, "ms");
     report.metric("host: verify, all checks, threads", verify_ms, "ms");
-    report.metric("host: threads", static_cast<double>(nthreads), "");
+    report.metric("host: threads", static_cast<double>(verify::host_threads()), "");
     report.note("GEMM flops counted as 8*n^3 per image (a complex multiply-add is 8 real flops)");
     report.note("the CPU reference time is for ONE image (double CGEMM + 2D FFT)");
     char key[128];
