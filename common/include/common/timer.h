@@ -118,5 +118,44 @@ double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warm
     return median(ms);
 }
 
+// Times n variants of one job (work(v), v = 0..n-1) so that they meet the same conditions: each
+// gets its warm-up and a first timed call (which tells a call from a burst, as in time_median_ms,
+// and is not a sample), then round r takes one sample of every variant in turn. A drift over
+// the loop (clocks that fall as a GPU at its power limit heats up, a boost that ends) then falls
+// on all of them alike, not on whichever ran last: use it where variants are compared with each
+// other. Each variant takes capped_samples of its own; returns each one's median per call.
+template <class Work>
+std::vector<double> time_interleaved_ms(int repeat, int n, Work&& work, cudaStream_t stream = 0, int warmup = 2,
+                                        double min_sample_ms = 0.5) {
+    const Phase phase("time_interleaved_ms, samples", int64_t(repeat) * n);
+    EventTimer t;
+    std::vector<int> calls(static_cast<size_t>(n), 1), samples(static_cast<size_t>(n), repeat);
+    for (int v = 0; v < n; ++v) {
+        for (int i = 0; i < warmup; ++i) {
+            const HostTimer h;
+            work(v);
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            if (h.ms() >= kLongRunMs) break;
+        }
+        t.start(stream);
+        work(v);
+        const double one = t.stop(stream);
+        if (one < min_sample_ms) calls[v] = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
+        else samples[v] = int(capped_samples(repeat, one));
+    }
+    std::vector<double> ms(size_t(n) * size_t(repeat));  // variant v's samples at [v * repeat, ...)
+    for (int r = 0; r < repeat; ++r)
+        for (int v = 0; v < n; ++v) {
+            if (r >= samples[v]) continue;
+            t.start(stream);
+            for (int c = 0; c < calls[v]; ++c) work(v);
+            ms[size_t(v) * repeat + r] = t.stop(stream) / calls[v];
+        }
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int v = 0; v < n; ++v)
+        out[v] = median(std::vector<double>(ms.begin() + v * repeat, ms.begin() + v * repeat + samples[v]));
+    return out;
+}
+
 }  // namespace lesson
 #endif
