@@ -6,7 +6,8 @@
 #   --quick        run each lesson with --quick (small sizes)
 #   --check-targets  the performance regression test: at default size, fail when a
 #                  lesson misses one of its benchmark targets (the "targets" of its
-#                  JSON report) or prints a WARNING (not with --quick or --sanitize)
+#                  JSON report) or prints a WARNING (not with --quick or --sanitize);
+#                  a lesson that does runs once more, and fails only if it misses again
 #   --sanitize     run each lesson at --quick size under compute-sanitizer
 #                  memcheck, racecheck, synccheck and initcheck; any error is a FAIL
 #   --only=PATTERN run only lessons whose folder name matches the shell pattern
@@ -37,7 +38,7 @@ for arg in "$@"; do
     --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -109,6 +110,7 @@ row() { table+=("$(printf '%-28s %-7s %7s  %-16s %-36s %s' "$1" "$2" "$5" "$6" "
 row "lesson" "result" "key metric" "against" "seconds" "fault check"
 warnings=()
 missed=()
+retried=()  # --check-targets: what a lesson's first run missed (it then ran once more)
 pending=()  # lessons run (name, result, metric, fraction, seconds), waiting for their fault check
 for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
@@ -140,11 +142,23 @@ for name in "${lessons[@]}"; do
   suffix=""; [ "$QUICK" = 1 ] && suffix=".quick"
   args=(--json="$RES/$name$suffix.json")
   [ "$QUICK" = 1 ] && args+=(--quick)
-  start=$(date +%s%N)
-  "$exe" "${args[@]}" >"$RES/$name$suffix.log" 2>&1
-  rc=$?
-  secs=$(elapsed "$start")
   log="$RES/$name$suffix.log"
+  rm -f "$RES/$name.first.log"
+  for attempt in 1 2; do
+    start=$(date +%s%N)
+    "$exe" "${args[@]}" >"$log" 2>&1
+    rc=$?
+    secs=$(elapsed "$start")
+    # --check-targets: a PASS that missed a target or printed a WARNING runs once more, and only a
+    # second miss counts. A lent GPU machine shares its host and PCIe path with others: a PCIe
+    # pipeline once ran at 51% of its bound, and at 85% in the next run of the same build. A
+    # real regression misses twice. The first run's log stays beside the second as NAME.first.log.
+    [ "$TARGETS" = 1 ] && [ $rc = 0 ] && [ $attempt = 1 ] || break
+    first=$(grep -E '^WARNING:|^target: .*, MISSED$' "$log")
+    [ -n "$first" ] || break
+    mv "$log" "$RES/$name.first.log"
+    while IFS= read -r t; do retried+=("$name: first run: $t"); done <<<"$first"
+  done
   last=$(grep '^RESULT:' "$log" | tail -n 1)
   case $rc in
     0) result=PASS ;;
@@ -197,6 +211,10 @@ printf '%s\n' "${table[@]}" | tee "$summary_file"
 if [ ${#warnings[@]} -gt 0 ]; then
   printf '\n%s\n' "WARNING lines (a rate above its bound is a measurement error):" | tee -a "$summary_file"
   printf '  %s\n' "${warnings[@]}" | tee -a "$summary_file"
+fi
+if [ ${#retried[@]} -gt 0 ]; then
+  printf '\n%s\n' "Run twice (--check-targets): the first run missed, the table shows the second:" | tee -a "$summary_file"
+  printf '  %s\n' "${retried[@]}" | tee -a "$summary_file"
 fi
 if [ "$TARGETS" = 1 ]; then
   if [ ${#missed[@]} -gt 0 ] || [ ${#warnings[@]} -gt 0 ]; then

@@ -371,8 +371,15 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
         // kind. With the three kinds measured one after the other, a single slow stretch once
         // put the H100's both-ways rate at 78 GB/s instead of about 100, and a pipeline of lesson
         // 07 then ran at 113% of that "bound" (2026-11-23).
+        // Small copies make short bursts (64 copies of 64 KB: about 0.1 ms), and 2 x trials rounds of
+        // them last a few milliseconds: one slow stretch of the host can cover all of them. So the
+        // rounds go on until they have lasted kMinProbeMs too (at most 20 x trials rounds). On an
+        // H100 at lesson 05's --quick size, a probe of 3 ms once gave an H2D rate 15% below that of
+        // other runs, and a pipeline then ran at 100.3% of that "bound" (2026-11-23).
+        constexpr double kMinProbeMs = 40.0;
         double ms_up = INFINITY, ms_down = INFINITY, ms_both = INFINITY;
-        for (int t = 0; t < 2 * trials; ++t) {
+        const HostTimer probe;
+        for (int t = 0; t < 20 * trials && (t < 2 * trials || probe.ms() < kMinProbeMs); ++t) {
             ms_up = std::min(ms_up, best_burst_ms(1, burst, up, s1));
             ms_down = std::min(ms_down, best_burst_ms(1, burst, down, s1));
             ms_both = std::min(ms_both, best_burst_ms(1, 1, both, s1));
