@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 #include "common/check.h"
+#include "common/gpu_class.h"
 #include "common/report.h"
 #include "common/timer.h"
 
@@ -46,23 +47,31 @@ inline double sm_clock_ghz(int device) {
 enum class MathUnit { Fp32Simt, Tf32Tensor, Bf16Tensor };
 
 // Dense floating-point operations per clock per SM (an FMA counts 2), from the
-// architecture whitepapers. 0 where this table does not know the architecture.
-inline double flops_per_clock_per_sm(int cc_major, int cc_minor, MathUnit unit) {
+// architecture whitepapers; Bf16Tensor is 16-bit inputs (BF16, or FP16 where the GPU has
+// no BF16) with FP32 accumulation. 0 where this table does not know the architecture.
+// GeForce cards of cc 7.5, 8.6, 8.9 and 12.0 run 16-bit and TF32 tensor math with FP32
+// accumulation at half the rate of the professional cards of the same cc (RTX 4090: 165
+// dense TFLOP/s = 512 per clock per SM; L40S: 1024): `geforce` picks that rate.
+inline double flops_per_clock_per_sm(int cc_major, int cc_minor, MathUnit unit, bool geforce = false) {
     const int cc = 10 * cc_major + cc_minor;
+    const double consumer = geforce && (cc == 75 || cc == 86 || cc == 89 || cc == 120) ? 0.5 : 1.0;
     switch (unit) {
         case MathUnit::Fp32Simt:  // FP32 lanes x 2
-            if (cc == 90 || cc == 89 || cc == 86 || cc == 87) return 256;
+            if (cc == 90 || cc == 89 || cc == 86 || cc == 87 || cc == 100 || cc == 120) return 256;
             if (cc == 80 || cc == 75 || cc == 70) return 128;
             return 0;
         case MathUnit::Tf32Tensor:
+            if (cc == 100) return 4096;
             if (cc == 90) return 2048;
             if (cc == 80) return 1024;
-            if (cc == 86 || cc == 87 || cc == 89) return 512;
+            if (cc == 86 || cc == 87 || cc == 89 || cc == 120) return 512 * consumer;
             return 0;
         case MathUnit::Bf16Tensor:
+            if (cc == 100) return 8192;
             if (cc == 90) return 4096;
             if (cc == 80) return 2048;
-            if (cc == 86 || cc == 87 || cc == 89) return 1024;
+            if (cc == 86 || cc == 87 || cc == 89 || cc == 120) return 1024 * consumer;
+            if (cc == 75) return 1024 * consumer;  // FP16 (Turing has no BF16)
             return 0;
     }
     return 0;
@@ -70,8 +79,28 @@ inline double flops_per_clock_per_sm(int cc_major, int cc_minor, MathUnit unit) 
 
 // Peak rate of `unit` in GFLOP/s at the largest reported SM clock (a bound:
 // the clock never runs faster); NaN where the architecture is not in the table.
+// The compute capability is prop's (an emulated class's under LESSON_GPU_LIMITS) and the
+// GeForce rule gpu_limits()'s; the report notes which per-clock rate was used.
 inline double peak_gflops(const cudaDeviceProp& prop, int device, MathUnit unit) {
-    double per = flops_per_clock_per_sm(prop.major, prop.minor, unit);
+    const bool geforce = gpu_limits().geforce;
+    const double per = flops_per_clock_per_sm(prop.major, prop.minor, unit, geforce);
+    const char* what = unit == MathUnit::Fp32Simt     ? "FP32 FMA"
+                       : unit == MathUnit::Tf32Tensor ? "TF32 tensor"
+                                                      : "16-bit tensor";
+    char buf[224];
+    if (per <= 0)
+        std::snprintf(buf, sizeof buf, "%s peak: no per-clock rate known for cc %d.%d, so no fraction of it is given",
+                      what, prop.major, prop.minor);
+    else
+        std::snprintf(buf, sizeof buf, "%s peak from %.0f flop/clock/SM (cc %d.%d%s) x %d SMs x %.2f GHz", what, per,
+                      prop.major, prop.minor,
+                      unit == MathUnit::Fp32Simt ? ""
+                      : geforce && flops_per_clock_per_sm(prop.major, prop.minor, unit, false) != per
+                          ? ", GeForce: FP32 accumulation at half the professional rate"
+                          : "",
+                      prop.multiProcessorCount, sm_clock_ghz(device));
+    std::vector<std::string>& notes = detail::peak_rate_notes();
+    if (std::find(notes.begin(), notes.end(), buf) == notes.end()) notes.push_back(buf);
     if (per <= 0) return NAN;
     return per * prop.multiProcessorCount * sm_clock_ghz(device);
 }

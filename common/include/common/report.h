@@ -9,9 +9,19 @@
 #include <utility>
 #include <vector>
 
+#include "common/gpu_class.h"
 #include "common/phases.h"
 
 namespace lesson {
+
+namespace detail {
+// Which per-clock rate each peak of this run was computed from (common/ceilings.h adds them;
+// every report prints them as notes).
+inline std::vector<std::string>& peak_rate_notes() {
+    static std::vector<std::string> notes;
+    return notes;
+}
+}  // namespace detail
 
 // One verification step: what was checked and how far it was from the reference.
 struct Check {
@@ -63,6 +73,7 @@ public:
     void device(const std::string& name, int cc_major, int cc_minor, int sms, double mem_gb) {
         device_ = name;
         cc_ = std::to_string(cc_major) + "." + std::to_string(cc_minor);
+        if (const GpuClass* e = gpu_limits().emulated) emulating_ = e->name;
         sms_ = sms;
         mem_gb_ = mem_gb;
     }
@@ -150,7 +161,8 @@ public:
         bool ok = passed();
         std::printf("\n== %s ==\n", lesson_.c_str());
         if (!device_.empty())
-            std::printf("device: %s (cc %s, %d SMs, %.1f GB)\n", device_.c_str(), cc_.c_str(), sms_, mem_gb_);
+            std::printf("device: %s (cc %s, %d SMs, %.1f GB)%s\n", device_.c_str(), cc_.c_str(), sms_, mem_gb_,
+                        emulating_.empty() ? "" : (", emulating " + emulating_ + " (LESSON_GPU_LIMITS)").c_str());
         if (!config_.empty()) {
             std::printf("config:");
             for (auto& kv : config_) std::printf(" %s=%s", kv.first.c_str(), unquote(kv.second).c_str());
@@ -182,6 +194,7 @@ public:
             std::printf("\n");
         }
         for (auto& n : notes_) std::printf("note: %s\n", n.c_str());
+        for (auto& n : detail::peak_rate_notes()) std::printf("note: %s\n", n.c_str());
         for (auto& t : targets_) {
             std::printf("target: %s: %s (needs >= %s)%s\n", t.name.c_str(), target_value(t.value, t.unit).c_str(),
                         target_value(t.minimum, t.unit).c_str(),
@@ -202,11 +215,31 @@ public:
         return ok ? 0 : 1;
     }
 
+    // Nothing the user selected can run on this GPU: prints the report so far (its notes say what
+    // was skipped and why) and "RESULT: SKIP (<reason>)", writes the JSON with result SKIP if
+    // asked; returns 77, the exit code CTest counts as a skip.
+    int skip(const std::string& reason, const std::string& json_path) {
+        std::printf("\n== %s ==\n", lesson_.c_str());
+        if (!device_.empty())
+            std::printf("device: %s (cc %s)%s\n", device_.c_str(), cc_.c_str(),
+                        emulating_.empty() ? "" : (", emulating " + emulating_ + " (LESSON_GPU_LIMITS)").c_str());
+        for (auto& n : notes_) std::printf("note: %s\n", n.c_str());
+        skip_reason_ = reason;
+        if (!json_path.empty() && !write_json(json_path, false)) {
+            std::printf("RESULT: FAIL (could not write --json file %s)\n", json_path.c_str());
+            return 1;
+        }
+        std::printf("RESULT: SKIP (%s)\n", reason.c_str());
+        std::fflush(stdout);
+        return 77;
+    }
+
     std::string json(bool ok) const {
         std::string j = "{\"lesson\":" + quote(lesson_);
-        j += ",\"result\":" + quote(ok ? "PASS" : "FAIL");
+        j += ",\"result\":" + quote(!skip_reason_.empty() ? "SKIP" : ok ? "PASS" : "FAIL");
+        if (!skip_reason_.empty()) j += ",\"skip_reason\":" + quote(skip_reason_);
         j += ",\"device\":{\"name\":" + quote(device_) + ",\"cc\":" + quote(cc_) + ",\"sms\":" + std::to_string(sms_) +
-             ",\"memory_gb\":" + num(mem_gb_) + "}";
+             ",\"memory_gb\":" + num(mem_gb_) + ",\"emulating\":" + quote(emulating_) + "}";
         j += ",\"config\":{";
         for (size_t i = 0; i < config_.size(); ++i)
             j += (i ? "," : "") + quote(config_[i].first) + ":" + config_[i].second;
@@ -253,7 +286,9 @@ public:
                  ",\"intensity\":" + num(w.bytes > 0 ? w.flops / w.bytes : NAN) +
                  ",\"gflops\":" + num(w.flops / s * 1e-9) + ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
         }
-        j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes_) + "}";
+        std::vector<std::string> notes = notes_;
+        notes.insert(notes.end(), detail::peak_rate_notes().begin(), detail::peak_rate_notes().end());
+        j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes) + "}";
         return j;
     }
 
@@ -321,6 +356,10 @@ private:
     void warn_above(const std::string& what, double fraction, const std::string& bound_name) {
         char buf[64];
         std::snprintf(buf, sizeof buf, " is %.1f%% of ", 100.0 * fraction);
+        if (const GpuClass* e = gpu_limits().emulated) {  // the bound is the emulated class's, not this GPU's
+            note(what + buf + bound_name + ", a bound of the emulated class " + e->name + ", which this GPU beats");
+            return;
+        }
         warning(what + buf + bound_name + ", above a bound: a measurement error (the bound or the time is wrong)");
     }
     void add_compared(const std::string& name, double ms, double rate, const std::string& unit, Against a,
@@ -351,6 +390,8 @@ private:
     }
 
     std::string lesson_, device_, cc_;
+    std::string emulating_;    // the GPU class LESSON_GPU_LIMITS named, if any
+    std::string skip_reason_;  // set by skip()
     int sms_ = 0;
     double mem_gb_ = 0;
     std::vector<std::pair<std::string, std::string>> config_;
