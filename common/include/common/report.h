@@ -73,7 +73,10 @@ public:
     void device(const std::string& name, int cc_major, int cc_minor, int sms, double mem_gb) {
         device_ = name;
         cc_ = std::to_string(cc_major) + "." + std::to_string(cc_minor);
-        if (const GpuClass* e = gpu_limits().emulated) emulating_ = e->name;
+        if (const GpuClass* e = gpu_limits().emulated) {  // the GPU's own cc; the class it stands in for beside it
+            cc_ = cc_text(gpu_limits().real_cc);
+            emulating_ = e->name;
+        }
         sms_ = sms;
         mem_gb_ = mem_gb;
     }
