@@ -53,6 +53,7 @@
 #include "common/flags.h"
 #include "common/gemm.h"
 #include "common/memory.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
@@ -1023,10 +1024,8 @@ int main(int argc, char** argv) {
         std::printf("  GPU %d: %s, %d SMs, %.1f GB, PCI %04x:%02x:%02x\n", dev[g], p.name, p.multiProcessorCount,
                     p.totalGlobalMem / 1e9, p.pciDomainID, p.pciBusID, p.pciDeviceID);
     }
-    auto skipped = [&](const std::string& what, const std::string& why) {
-        std::printf("%s: %s\n", what.c_str(), why.c_str());
-        report.note(what + " skipped: " + why);
-    };
+    lesson::Gate gate(report);  // common/needs.h: one line per part skipped, and whether any part ran
+    auto skipped = [&](const std::string& what, const std::string& why) { gate.skip(what, why); };
     const std::string two = "needs 2 GPUs, " + have;
     const std::string under_san =
         "LESSON_UNDER_SANITIZER=1 (scripts/run_all.sh --sanitize): NCCL's start-up makes CUDA calls that fail by "
@@ -1037,13 +1036,13 @@ int main(int argc, char** argv) {
     SplitResult split;
     PeerResult peer;
     AllreduceResult ar;
-    if (o.part == 0 || o.part == 1) split = part_split(o, dev, report);
+    if ((o.part == 0 || o.part == 1) && gate.run("compute split", {})) split = part_split(o, dev, report);
     if (o.part == 0 || o.part == 2) {
-        if (G >= 2) peer = part_peer(o, dev, report);
-        else skipped("peer access", two);
+        if (G < 2) skipped("peer access", two);
+        else if (gate.run("peer access", {})) peer = part_peer(o, dev, report);
     }
     if (o.part == 0 || o.part == 3) {
-        if (G >= 2) {
+        if (G >= 2 && gate.run("all-reduce", {})) {
             if (!LESSON_HAVE_NCCL) skipped("NCCL all-reduce (one process)", no_nccl);
             else if (!o.use_nccl) skipped("NCCL all-reduce (one process)", under_san);
             ar = part_allreduce(o, dev, peer.link_gbps, report);
@@ -1056,7 +1055,7 @@ int main(int argc, char** argv) {
         else if (!LESSON_HAVE_NCCL) skipped("NCCL all-reduce, one process per GPU", no_nccl);
         else if (!o.use_nccl) skipped("NCCL all-reduce, one process per GPU", under_san);
 #if LESSON_HAVE_NCCL
-        else part_ranks(o, G, report);
+        else if (gate.run("NCCL all-reduce, one process per GPU", {})) part_ranks(o, G, report);
 #endif
     }
     CUDA_CHECK(cudaSetDevice(int(o.common.device)));
@@ -1084,5 +1083,6 @@ int main(int argc, char** argv) {
     } else if (std::isfinite(ar.ring_ms)) {
         report.key_result("ring all-reduce at the largest size: " + std::to_string(ar.ring_ms) + " ms");
     }
+    if (gate.none_ran()) return report.skip(gate.reason(), o.common.json);
     return report.finish(o.common.json);
 }

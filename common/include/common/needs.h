@@ -61,12 +61,18 @@ public:
             ++ran_;
             return true;
         }
+        skip(what, why);
+        return false;
+    }
+    // A need this GPU's limits do not cover (a second GPU, a library the build lacks): skip
+    // `what` with the reason, the same way.
+    void skip(const std::string& what, const std::string& why) {
         std::printf("%s skipped: %s\n", what.c_str(), why.c_str());
         report_.note(what + " skipped: " + why);
         if (first_.empty()) first_ = what + " skipped: " + why;
         ++skipped_;
-        return false;
     }
+
     int ran() const { return ran_; }
     int skipped() const { return skipped_; }
     // Nothing selected could run (and something was selected): the run is a SKIP.
