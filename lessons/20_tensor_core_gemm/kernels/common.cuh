@@ -7,7 +7,8 @@
 //   sm_90a        mbarrier, cp.async.bulk.tensor (TMA), wgmma, fences,
 //                 setmaxnreg, cluster barriers and mapa                     (rungs 4-9)
 // The sm_90a wrappers exist only in a device pass for compute_90a (__CUDA_ARCH_FEAT_SM90_ALL);
-// in every other pass the rungs that use them compile to a trap and main.cu skips them.
+// in every other pass the rungs that use them compile to a trap, and main.cu's gate skips them
+// (lesson::pick_device learns which image the driver loaded).
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
 #pragma once
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
 #include <cuda_bf16.h>
 
-#include "common/check.h"  // CUDA_CHECK in probe_loaded_image
+#include "common/check.h"  // CUDA_CHECK in tensor_map_encoder
 
 using bf16 = __nv_bfloat16;
 
@@ -38,45 +39,19 @@ struct Gemm {
 #define L20_SM90A 1  // wgmma, setmaxnreg: the sm_90a target only (Hopper's arch-specific features)
 #endif
 
-// What the driver loaded: flag[0] = the image's __CUDA_ARCH__ (750, 800, 900, ...), flag[1] = 1 for
-// an sm_90a image. main.cu runs it once; every kernel of the program comes from the same image,
-// so this says whether rungs 1-3 (sm_80 and up) and rungs 4-9 (sm_90a) hold real code.
-__global__ void sm90aProbe(int* flag) {
-#if defined(__CUDA_ARCH__)
-    flag[0] = __CUDA_ARCH__;
-#endif
-#if defined(L20_SM90A)
-    flag[1] = 1;
-#else
-    flag[1] = 0;
-#endif
-}
-
-// The probe run once from the host: {__CUDA_ARCH__ of the loaded image, 1 if it is sm_90a}.
-struct LoadedImage {
-    int arch = 0;
-    bool sm90a = false;
-};
-inline LoadedImage probe_loaded_image() {
-    int* d_probe = nullptr;
-    int h_probe[2] = {0, 0};
-    CUDA_CHECK(cudaMalloc(&d_probe, sizeof h_probe));
-    sm90aProbe<<<1, 1>>>(d_probe);
-    CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaMemcpy(h_probe, d_probe, sizeof h_probe, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaFree(d_probe));
-    return {h_probe[0], h_probe[1] != 0};
-}
-
 // cuTensorMapEncodeTiled, the driver function that encodes a TMA descriptor (host side). The
 // runtime hands out its address, so the program needs no -lcuda.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found;
+#if CUDART_VERSION >= 12050  // names the ABI wanted (12.0); cudaGetDriverEntryPoint is deprecated from 12.5
     CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+#else  // CUDA 12.0-12.4: the ABI of this runtime's version, which for this function is 12.0's
+    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found));
+#endif
     if (found != cudaDriverEntryPointSuccess || !fn)
-        lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", "not found",
-                          __FILE__, __LINE__);
+        lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPoint(cuTensorMapEncodeTiled)", "not found", __FILE__,
+                          __LINE__);
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
 }
 
