@@ -33,9 +33,9 @@ __global__ void imageProbe(int* out) {
 // the SKIP result line and exits 77. An id past the last GPU, or an unknown LESSON_GPU_LIMITS,
 // is bad input (exit 2).
 //
-// With LESSON_GPU_LIMITS=<class>, the properties returned are the smaller of this GPU's and
-// the class's (compute capability, shared memory per block, clusters), so every check a
-// lesson makes, and every peak computed from them, is the class's.
+// With LESSON_GPU_LIMITS=<class>, the properties returned are the class's compute capability
+// and the smaller of this GPU's and the class's shared memory per block and clusters, so every
+// check a lesson makes, and every peak computed from them, is the class's.
 inline cudaDeviceProp pick_device(int64_t id) {
     const GpuClass* emulated = emulated_class();  // bad input before any CUDA call
     const Phase phase("pick_device (CUDA context)");
@@ -82,7 +82,10 @@ inline cudaDeviceProp pick_device(int64_t id) {
     g.sm90a_runs = g.real_cc == 90;
     if (emulated) {
         g.emulated = emulated;
-        g.cc = std::min(g.cc, emulated->cc);
+        // A Hopper GPU has every feature the course's portable code uses on newer classes (sm_100,
+        // sm_120), so there the class's own compute capability is seen; an older GPU keeps its own
+        // where it is the smaller.
+        g.cc = g.real_cc >= 90 ? emulated->cc : std::min(g.cc, emulated->cc);
         g.smem_optin = std::min(g.smem_optin, emulated->smem_optin);
         g.clusters = g.clusters && emulated->clusters;
         g.geforce = emulated->geforce;
