@@ -26,6 +26,7 @@
 #include "common/device.h"
 #include "common/flags.h"
 #include "common/memory.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
@@ -73,18 +74,23 @@ static double miss_probability(int64_t rows, int64_t sampled, int64_t band) {
 }
 
 // The math modes timed at --bench^3, one row each: the name in the report, the handle's math
-// mode, the tolerance of its sampled check, and the unit whose peak bounds its rate.
+// mode, the tolerance of its sampled check, the unit whose peak bounds its rate, and the compute
+// capability that unit needs. TF32 tensor cores start at cc 8.0: below it cuBLAS accepts
+// CUBLAS_TF32_TENSOR_OP_MATH and computes in fp32, so a "TF32" row there would be fp32 under
+// another name (and against a peak the GPU does not have); the Gate skips it.
 struct Mode {
     const char* name;
     cublasMath_t math;
     double tol;
     lesson::MathUnit unit;
     const char* peak_name;
+    int cc;
 };
 constexpr Mode kModes[] = {
-    {"fp32, CUBLAS_DEFAULT_MATH", CUBLAS_DEFAULT_MATH, 1e-4, lesson::MathUnit::Fp32Simt, "FP32 peak"},
-    {"fp32, CUBLAS_PEDANTIC_MATH", CUBLAS_PEDANTIC_MATH, 1e-4, lesson::MathUnit::Fp32Simt, "FP32 peak"},
-    {"TF32, CUBLAS_TF32_TENSOR_OP_MATH", CUBLAS_TF32_TENSOR_OP_MATH, 1e-2, lesson::MathUnit::Tf32Tensor, "TF32 peak"},
+    {"fp32, CUBLAS_DEFAULT_MATH", CUBLAS_DEFAULT_MATH, 1e-4, lesson::MathUnit::Fp32Simt, "FP32 peak", 0},
+    {"fp32, CUBLAS_PEDANTIC_MATH", CUBLAS_PEDANTIC_MATH, 1e-4, lesson::MathUnit::Fp32Simt, "FP32 peak", 0},
+    {"TF32, CUBLAS_TF32_TENSOR_OP_MATH", CUBLAS_TF32_TENSOR_OP_MATH, 1e-2, lesson::MathUnit::Tf32Tensor, "TF32 peak",
+     80},
 };
 
 // Random row-major A (M x K), B (K x N) on host and device, a NaN-poisoned C.
@@ -111,6 +117,79 @@ struct Problem {
         CUDA_CHECK(cudaFree(d_C));
     }
 };
+
+// 3. fp32 against TF32 at --bench^3, each math mode checked on a random sample of rows.
+static void compare_math_modes(cublasHandle_t handle, const cudaDeviceProp& prop, const lesson::CommonOptions& opt,
+                               int64_t bench, int64_t check_rows, lesson::Report& report) {
+    const double B = double(bench);
+    const int R = static_cast<int>(opt.repeat);
+    Problem p(int(bench), int(bench), int(bench), opt.seed + 4);
+    const verify::GemmRows ref = verify::gemm_reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K,
+                                                             verify::sample_rows(p.M, check_rows, opt.seed + 9));
+    lesson::Gate gate(report);
+    std::vector<const Mode*> modes;  // the math modes this GPU has
+    for (const Mode& mode : kModes) {
+        lesson::Needs needs;
+        needs.cc = mode.cc;
+        needs.cc_why = "TF32 tensor cores; below it cuBLAS computes in fp32";
+        if (gate.run(mode.name, needs)) modes.push_back(&mode);
+    }
+    // Each mode against the peak of the unit it runs on, from the SM clock (a bound). The peak is NaN
+    // where common/ceilings.h knows no rate for this compute capability: then no bound, and the row
+    // is not graded.
+    const bool tf32_runs = modes.back()->math == CUBLAS_TF32_TENSOR_OP_MATH;
+    const double fp32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt) / 1e3;
+    const double tf32_peak =
+        tf32_runs ? lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3 : NAN;
+    if (std::isfinite(fp32_peak)) report.bound("FP32 FMA peak from the SM clock", fp32_peak, "TFLOP/s");
+    if (std::isfinite(tf32_peak)) report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s");
+    const std::string small = lesson::small_gemm_note(bench, bench, prop);
+    double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
+    for (const Mode* m : modes) {
+        const Mode& mode = *m;
+        // The math mode is state of the handle: every later call on it uses it.
+        CUBLAS_CHECK(cublasSetMathMode(handle, mode.math));
+        p.poison_c();
+        sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
+        p.copy_c_back();
+        double ms =
+            lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
+        double rate = tflops(B, B, B, ms);
+        if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
+        const double peak = mode.unit == lesson::MathUnit::Tf32Tensor ? tf32_peak : fp32_peak;
+        const std::string ungraded =
+            !small.empty() || std::isfinite(peak)
+                ? small
+                : std::string("no ") + mode.peak_name + " known for cc " + lesson::cc_text(lesson::gpu_limits().cc);
+        report.variant_bound(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", peak, mode.peak_name,
+                             ungraded);
+
+        lesson::Check c = ref.check_in(p.h_C.data(), mode.tol,
+                                       std::string(mode.name) + ", " + p.shape() + ", " + std::to_string(check_rows) +
+                                           " random rows");
+        report.check(c);
+        if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) tf32_rate = rate, tf32_err = c.rel_l2;
+        if (mode.math == CUBLAS_DEFAULT_MATH) fp32_err = c.rel_l2;
+    }
+    CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // put the handle back to plain fp32
+    char key[160];
+    if (tf32_runs) {
+        report.metric("TF32 speedup over fp32", tf32_rate / fp32_rate, "x");
+        report.metric("TF32 error / fp32 error (rel-L2)", tf32_err / fp32_err, "x");
+        std::snprintf(key, sizeof key, "%s: fp32 %.1f, TF32 %.1f TFLOP/s (TF32 rel-L2 %.1e vs fp32 %.1e)",
+                      p.shape().c_str(), fp32_rate, tf32_rate, tf32_err, fp32_err);
+    } else {
+        std::snprintf(key, sizeof key, "%s: fp32 %.1f TFLOP/s (rel-L2 %.1e); TF32 skipped (tensor cores from cc 8.0)",
+                      p.shape().c_str(), fp32_rate, fp32_err);
+    }
+    report.key_result(key);
+    char miss[200];
+    std::snprintf(miss, sizeof miss,
+                  "sampled check: %lld of %d rows; a fault confined to one 128-row band escapes it with "
+                  "probability %.0f%% (README)",
+                  (long long)check_rows, p.M, 100.0 * miss_probability(p.M, check_rows, 128));
+    report.note(miss);
+}
 
 int main(int argc, char** argv) {
     lesson::CommonOptions opt;
@@ -247,53 +326,7 @@ int main(int argc, char** argv) {
         report.variant("fix, fp32, " + p.shape(), ms, tflops(m, n, k, ms), "TFLOP/s");
     }
 
-    // 3. fp32 against TF32 at --bench^3, each checked on a random sample of rows.
-    {
-        Problem p(int(bench), int(bench), int(bench), opt.seed + 4);
-        const verify::GemmRows ref = verify::gemm_reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K,
-                                                                 verify::sample_rows(p.M, check_rows, opt.seed + 9));
-        // Each mode against the peak of the unit it runs on, from the SM clock (a bound).
-        const double fp32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt) / 1e3;
-        const double tf32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3;
-        report.bound("FP32 FMA peak from the SM clock", fp32_peak, "TFLOP/s");
-        report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s");
-        const std::string small = lesson::small_gemm_note(bench, bench, prop);
-        double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
-        for (const Mode& mode : kModes) {
-            // The math mode is state of the handle: every later call on it uses it.
-            CUBLAS_CHECK(cublasSetMathMode(handle, mode.math));
-            p.poison_c();
-            sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C);
-            p.copy_c_back();
-            double ms = lesson::time_median_ms(
-                R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
-            double rate = tflops(B, B, B, ms);
-            if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
-            const double peak = mode.unit == lesson::MathUnit::Tf32Tensor ? tf32_peak : fp32_peak;
-            report.variant_bound(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", peak, mode.peak_name,
-                                 small);
-
-            lesson::Check c = ref.check_in(p.h_C.data(), mode.tol,
-                                           std::string(mode.name) + ", " + p.shape() + ", " +
-                                               std::to_string(check_rows) + " random rows");
-            report.check(c);
-            if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) tf32_rate = rate, tf32_err = c.rel_l2;
-            if (mode.math == CUBLAS_DEFAULT_MATH) fp32_err = c.rel_l2;
-        }
-        CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // put the handle back to plain fp32
-        report.metric("TF32 speedup over fp32", tf32_rate / fp32_rate, "x");
-        report.metric("TF32 error / fp32 error (rel-L2)", tf32_err / fp32_err, "x");
-        char key[160];
-        std::snprintf(key, sizeof key, "%s: fp32 %.1f, TF32 %.1f TFLOP/s (TF32 rel-L2 %.1e vs fp32 %.1e)",
-                      p.shape().c_str(), fp32_rate, tf32_rate, tf32_err, fp32_err);
-        report.key_result(key);
-        char miss[200];
-        std::snprintf(miss, sizeof miss,
-                      "sampled check: %lld of %d rows; a fault confined to one 128-row band escapes it with "
-                      "probability %.0f%% (README)",
-                      (long long)check_rows, p.M, 100.0 * miss_probability(p.M, check_rows, 128));
-        report.note(miss);
-    }
+    compare_math_modes(handle, prop, opt, bench, check_rows, report);
     report.timing(lesson::kTimingMethod);
     report.default_size(cli.at_default_size());
 
