@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/flags.h"
 #include "common/gemm.h"
 #include "common/memory.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
@@ -50,8 +52,15 @@ static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
 struct Rung {
     std::string name;
     void (*launch)(const Gemm&);
-    int smem_bytes;  // dynamic shared memory per block; 0: static only, under the 48 KB every GPU gives
+    int smem_bytes;                 // dynamic shared memory per block; 0: static only, under the 48 KB every GPU gives
+    const Rung* smaller = nullptr;  // the same rung with less shared memory, run where this one does not fit
 };
+// Rungs 7 and 10 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328 bytes
+// (a Turing GPU gives 65,536). rung7::tiles_text names rung 10's tiles too: its WarpTiling has the same fields.
+static const Rung kRung7Smaller{"7 warp tiles + cp.async (" + rung7::tiles_text<rung7::Smaller>() + ")",
+                                rung7::launch<rung7::Smaller>, rung7::Smaller::kSmemBytes};
+static const Rung kRung10Smaller{"10 k16 tile, copies spread over FFMA (" + rung7::tiles_text<rung10::Smaller>() + ")",
+                                 rung10::launch<rung10::Smaller>, rung10::Smaller::kSmemBytes};
 static const Rung kLadder[] = {
     {"1 shared-memory tiles 32x32", rung1::launch, 0},
     {"2 1D register tile 8x1", rung2::launch, 0},
@@ -59,10 +68,11 @@ static const Rung kLadder[] = {
     {"4 float4 loads, A^T in smem", rung4::launch, 0},
     {"5 bank-conflict-free", rung5::launch, 0},
     {"6 double-buffered", rung6::launch, 0},
-    {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes},
+    {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes, &kRung7Smaller},
     {"8 128x256 tile, 8x16 per thread", rung8::launch, 0},
     {"9 register double buffering", rung9::launch, 0},
-    {"10 k32 tile, copies spread over FFMA", rung10::launch<rung10::Default>, rung10::Default::kSmemBytes},
+    {"10 k32 tile, copies spread over FFMA", rung10::launch<rung10::Default>, rung10::Default::kSmemBytes,
+     &kRung10Smaller},
     {"11 rung 9's schedule, cp.async copies", rung11::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
@@ -127,6 +137,36 @@ static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle,
     return cpu_ms;
 }
 
+// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 7, 10 and 11 copy with cp.async where
+// the image has it (sm_80 on) and with plain loads and stores below it, so they need nothing more.
+static lesson::Needs needs(const Rung& r) {
+    lesson::Needs n;
+    n.smem = size_t(r.smem_bytes);
+    return n;
+}
+
+// The ladder to run: every rung, or --rung=N alone. The Gate runs each or prints why not; rungs 7 and 10 run their
+// smaller configuration where the default's does not fit. A rung that does not run is never launched, so no
+// cudaFuncSetAttribute asks for more shared memory than the GPU gives.
+static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, lesson::Report& report) {
+    std::vector<const Rung*> ladder;
+    for (int i = 0; i < kRungs; ++i) {
+        if (rung != 0 && rung != i + 1) continue;
+        const Rung* r = &kLadder[i];
+        const std::string why = lesson::why_not(needs(*r), lesson::gpu_limits());
+        if (!why.empty() && r->smaller && lesson::why_not(needs(*r->smaller), lesson::gpu_limits()).empty()) {
+            const std::string line = "rung " + r->name + " runs as '" + r->smaller->name + "' (" +
+                                     std::to_string(r->smaller->smem_bytes) +
+                                     " bytes of shared memory per block): its default " + why;
+            std::printf("%s\n", line.c_str());
+            report.note(line);
+            r = r->smaller;
+        }
+        if (gate.run("rung " + r->name, needs(*r))) ladder.push_back(r);
+    }
+    return ladder;
+}
+
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -166,26 +206,20 @@ int main(int argc, char** argv) {
     report.config("K", k);
     report.config("rung", rung);
     report.config("check_shapes", checks[0].text() + ", " + checks[1].text() + ", " + checks[2].text());
-    report.config("rung7_tiles", rung7::tiles_text<rung7::Default>());
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
     report.config("tolerance_rel_l2", kTol);
 
-    // The rungs to run: every one, or --rung=N alone (the ladder), then --sweep's. A rung that asks for more shared
-    // memory per block than this GPU gives (rung 7's 74 KB on a 64 KB Turing) is skipped, with a note.
-    const auto runnable = [&](const Rung& r) {
-        if (size_t(r.smem_bytes) <= prop.sharedMemPerBlockOptin) return true;
-        report.note("skipped '" + r.name + "': it needs " + std::to_string(r.smem_bytes) +
-                    " bytes of shared memory per block, this GPU gives at most " +
-                    std::to_string(prop.sharedMemPerBlockOptin) + " (sharedMemPerBlockOptin)");
-        return false;
-    };
-    std::vector<const Rung*> ladder;
-    for (int i = 0; i < kRungs; ++i)
-        if ((rung == 0 || rung == i + 1) && runnable(kLadder[i])) ladder.push_back(&kLadder[i]);
+    // The rungs to run: the ladder (every rung, or --rung=N alone), then --sweep's rows, each only where it can run.
+    lesson::Gate gate(report);
+    const std::vector<const Rung*> ladder = choose_ladder(rung, gate, report);
     std::vector<const Rung*> timed_rungs = ladder;
     for (const Rung& r : kSweep)
-        if (sweep && runnable(r)) timed_rungs.push_back(&r);
+        if (sweep && gate.run("sweep " + r.name, needs(r))) timed_rungs.push_back(&r);
+    if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
+    const bool rung7_smaller = std::find(ladder.begin(), ladder.end(), &kRung7Smaller) != ladder.end();
+    report.config("rung7_tiles",
+                  rung7_smaller ? rung7::tiles_text<rung7::Smaller>() : rung7::tiles_text<rung7::Default>());
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));
@@ -229,12 +263,15 @@ int main(int argc, char** argv) {
     const double cublas_ms = std::min(cublas_first_ms, cublas_last_ms), cublas_gflops = gflops(cublas_ms);
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt);
     const std::string small = lesson::small_gemm_note(timed.M, timed.N, prop);
-    report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
+    // NaN where common/ceilings.h knows no rate for this compute capability: then no bound and no grade against it.
+    const std::string no_peak =
+        std::isfinite(peak) ? "" : "no FP32 FMA rate known for cc " + lesson::cc_text(lesson::gpu_limits().cc);
+    if (std::isfinite(peak)) report.bound("FP32 FMA peak from the SM clock", peak, "GFLOP/s");
     report.yardstick("cuBLAS SGEMM fp32 (CUBLAS_DEFAULT_MATH), same shape", cublas_gflops, "GFLOP/s");
     report.metric("cuBLAS SGEMM fp32, timed before the rungs", cublas_first_ms, "ms");
     report.metric("cuBLAS SGEMM fp32, timed after the rungs", cublas_last_ms, "ms");
     report.timing(lesson::kTimingMethod);
-    report.variant_bound("cuBLAS SGEMM fp32", cublas_ms, cublas_gflops, "GFLOP/s", peak, "FP32 peak");
+    report.variant_bound("cuBLAS SGEMM fp32", cublas_ms, cublas_gflops, "GFLOP/s", peak, "FP32 peak", no_peak);
     // The key result is the ladder's best rung: the fastest of the first ladder.size() timed rungs.
     const size_t best = std::min_element(rung_ms.begin(), rung_ms.begin() + ladder.size()) - rung_ms.begin();
     const double best_gflops = ladder.empty() ? 0 : gflops(rung_ms[best]);
@@ -245,13 +282,15 @@ int main(int argc, char** argv) {
         "edges: every rung handles any M, N, K itself (no fallback), loading zeros outside A and B and storing "
         "only inside C; 16-byte accesses only where rows start 16-byte aligned, 4-byte ones elsewhere");
     report.note("timed-shape checks compare each rung with cuBLAS, every element; cuBLAS is checked on sampled rows");
-    const std::string key = ladder.empty()
-                                ? "no ladder rung ran at " + timed.text() + " (see the notes)"
-                                : "best rung '" + timed_rungs[best]->name + "' " +
-                                      std::to_string(std::lround(best_gflops)) + " GFLOP/s at " + timed.text();
-    report.key_result(key, best_gflops / cublas_gflops, "cuBLAS fp32", lesson::Against::Yardstick, small);
     report.default_size(cli.at_default_size());
-    report.target("best rung vs cuBLAS fp32", best_gflops / cublas_gflops, 0.98, "x");
+    if (ladder.empty()) {  // only --sweep rows ran: no rung of the ladder to grade
+        report.key_result("no ladder rung ran at " + timed.text() + " (see the skip lines)");
+    } else {
+        report.key_result("best rung '" + timed_rungs[best]->name + "' " + std::to_string(std::lround(best_gflops)) +
+                              " GFLOP/s at " + timed.text(),
+                          best_gflops / cublas_gflops, "cuBLAS fp32", lesson::Against::Yardstick, small);
+        report.target("best rung vs cuBLAS fp32", best_gflops / cublas_gflops, 0.98, "x");
+    }
 
     CUBLAS_CHECK(cublasDestroy(handle));
     free_gemm(g);

@@ -262,4 +262,8 @@ inline void launch(const Gemm& g) {
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 32, 64, 64, 16, 8, 2, 1>;
 
+// Rung 10 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
+// 65,536): a k tile of 16 in 2 stages, 49,664 bytes, its 12 copies spread over the first 6 k steps.
+using Smaller = WarpTiling<128, 256, 16, 64, 64, 16, 8, 2, 1>;
+
 }  // namespace rung10

@@ -223,6 +223,10 @@ inline void launch(const Gemm& g) {
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>;
 
+// Rung 7 where a block cannot have Default's 74,496 bytes of shared memory (a Turing GPU gives
+// 65,536): the same warp and lane tiles with a k step of 8, 37,248 bytes (one of the sweep's).
+using Smaller = WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>;
+
 // --sweep (main.cu) times rung 7 in these 13 tile configurations as well.
 template <class... Cfg>
 struct TileList {};
