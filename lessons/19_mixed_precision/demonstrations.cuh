@@ -2,7 +2,8 @@
 //
 //   demo_fp16_overflow             a GEMM whose running sums pass 65504: inf with an FP16
 //                                  accumulator, the exact answer with FP32 accumulation
-//                                  (FP16 or BF16 inputs)
+//                                  (FP16 inputs, and BF16 inputs where the GPU has BF16
+//                                  tensor cores: cc 8.0 and up)
 //   demo_underflow_and_loss_scaling  gradient-sized values lost in FP16, recovered by a
 //                                  loss scale of 2^24
 //   demo_long_sums                 a running sum in BF16, FP16 and FP32: where each stalls
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "kernels/convert.cuh"
 #include "kernels/sum_in_order.cuh"
@@ -36,7 +38,7 @@
 // A[i][k] * d[j][k] with d in {0, 1}: at most 128 * 255 = 32640. Every partial sum is an
 // integer below 2^23, so FP32 accumulation is exact in any order; the inputs (integers up
 // to 255) are exact in FP16 and in BF16 (8 significand bits).
-inline void demo_fp16_overflow(lesson::Report& report, cublasHandle_t blas, uint64_t seed) {
+inline void demo_fp16_overflow(lesson::Report& report, lesson::Gate& gate, cublasHandle_t blas, uint64_t seed) {
     const int M = 64, N = 64, K = 256, H = K / 2;
     std::vector<float> h_a(size_t(M) * K), h_bt(size_t(N) * K);
     for (int i = 0; i < M; ++i)
@@ -110,16 +112,25 @@ inline void demo_fp16_overflow(lesson::Report& report, cublasHandle_t blas, uint
     report.metric("FP16 overflow demo, FP16 accumulate: elements inf", double(infs), "");
     report.metric("FP16 overflow demo, FP16 accumulate: elements NaN (inf - inf)", double(nans), "");
 
-    // 2. and 3. The same products with FP32 accumulation, FP32 output: FP16 and BF16 inputs.
+    // 2. and 3. The same products with FP32 accumulation, FP32 output: FP16 and BF16 inputs
+    //          (BF16 GEMMs need BF16 tensor cores, cc 8.0: the Gate skips that part below it).
     const float one = 1.0f, zero = 0.0f;
     std::vector<float> c32(size_t(M) * N);
     const struct {
+        const char* part;
         const char* what;
         const void *a, *bt;
         cudaDataType type;
-    } runs[] = {{"FP16 overflow demo: FP16 in, FP32 accumulate: the exact integers", d_a16, d_bt16, CUDA_R_16F},
-                {"FP16 overflow demo: BF16 in, FP32 accumulate: the exact integers", d_abf, d_btbf, CUDA_R_16BF}};
+        int cc;
+    } runs[] = {{"FP16 overflow demo, FP16 in", "FP16 overflow demo: FP16 in, FP32 accumulate: the exact integers",
+                 d_a16, d_bt16, CUDA_R_16F, 0},
+                {"FP16 overflow demo, BF16 in", "FP16 overflow demo: BF16 in, FP32 accumulate: the exact integers",
+                 d_abf, d_btbf, CUDA_R_16BF, 80}};
     for (const auto& run : runs) {
+        lesson::Needs needs;
+        needs.cc = run.cc;
+        needs.cc_why = "BF16 tensor cores";
+        if (!gate.run(run.part, needs)) continue;
         CUDA_CHECK(cudaMemset(d_c32, 0xFF, c32.size() * sizeof(float)));
         CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, run.bt, run.type, K, run.a, run.type,
                                   K, &zero, d_c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

@@ -39,6 +39,7 @@
 #include "common/device.h"
 #include "common/flags.h"
 #include "common/memory.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
@@ -157,7 +158,10 @@ static void run_fp8(const Operands& o) {  // C is not read (beta = 0); D = C's b
 }
 
 // The table of precisions: what each reads, writes and accumulates in (unit roundoffs
-// for its tolerance, verify::gemm_tolerance), and the peak of the unit it runs on.
+// for its tolerance, verify::gemm_tolerance), the peak of the unit it runs on, and the
+// compute capability it needs. TF32 and BF16 tensor cores start at cc 8.0 (below it cuBLAS
+// fails or falls back to another path: the row would not be what its name says), FP8 at
+// cc 8.9; FP16, with either accumulator, runs on every GPU the course supports.
 enum class In { Fp32, Tf32, Bf16, Fp16, Fp8 };
 struct Precision {
     const char* key;
@@ -169,25 +173,48 @@ struct Precision {
     double u_acc;                        // unit roundoff of the accumulation
     lesson::MathUnit unit;
     double peak_factor;  // FP8: twice the 16-bit tensor rate (sm_89, sm_90)
-    bool sixteen_bit;    // counts for the "best 16-bit rate" yardstick
+    bool sixteen_bit;    // counts for the "best 16-bit rate" yardstick (see in_best16)
+    int cc;              // least compute capability (0: any)
+    const char* cc_why;  // what that capability brings
 };
 // FP8's accumulator: cuBLASLt accumulates in FP32 (CUBLAS_COMPUTE_32F), but inside
 // the FP8 MMA fewer bits are kept between promotions to FP32; budgeted as 2^-14.
 static const Precision kPrecisions[] = {
     {"fp32", "FP32 (SIMT)", run_fp32, In::Fp32, &verify::kFp32, &verify::kFp32, 0x1p-24, lesson::MathUnit::Fp32Simt, 1,
-     false},
+     false, 0, ""},
     {"tf32", "TF32 tensor cores, FP32 accumulate", run_tf32, In::Tf32, &verify::kTf32, &verify::kFp32, 0x1p-24,
-     lesson::MathUnit::Tf32Tensor, 1, false},
+     lesson::MathUnit::Tf32Tensor, 1, false, 80, "TF32 tensor cores"},
     {"bf16", "BF16 in/out, FP32 accumulate", run_bf16, In::Bf16, &verify::kBf16, &verify::kBf16, 0x1p-24,
-     lesson::MathUnit::Bf16Tensor, 1, true},
+     lesson::MathUnit::Bf16Tensor, 1, true, 80, "BF16 tensor cores"},
     {"fp16", "FP16 in/out, FP32 accumulate", run_fp16, In::Fp16, &verify::kFp16, &verify::kFp16, 0x1p-24,
-     lesson::MathUnit::Bf16Tensor, 1, true},
+     lesson::MathUnit::Bf16Tensor, 1, true, 0, ""},
     {"fp16acc16", "FP16 in/out, FP16 accumulate", run_fp16_acc16, In::Fp16, &verify::kFp16, &verify::kFp16, 0x1p-11,
-     lesson::MathUnit::Bf16Tensor, 1, true},
+     lesson::MathUnit::Bf16Tensor, 1, true, 0, ""},
     {"fp8", "FP8 E4M3 in (scaled), BF16 out (cuBLASLt)", run_fp8, In::Fp8, &verify::kE4m3, &verify::kBf16, 0x1p-14,
-     lesson::MathUnit::Bf16Tensor, 2, false},
+     lesson::MathUnit::Bf16Tensor, 2, false, 89, "FP8 tensor cores"},
 };
 constexpr int kPrecisionCount = int(sizeof(kPrecisions) / sizeof(kPrecisions[0]));
+
+// GeForce cards (lesson::gpu_limits().geforce) run FP16 with FP16 accumulation at twice the
+// rate of 16-bit math with FP32 accumulation, the professional cards' rate (common/ceilings.h).
+// There it is bounded by that rate, and it stays out of the "best 16-bit" yardstick, whose
+// point is to compare GEMMs that run at one tensor rate.
+static bool double_rate(const Precision& pr) {
+    return lesson::gpu_limits().geforce && pr.in == In::Fp16 && pr.u_acc > 0x1p-24;
+}
+static bool in_best16(const Precision& pr) { return pr.sixteen_bit && !double_rate(pr); }
+
+// The peak of the unit `pr` runs on, from the SM clock, in TFLOP/s; NaN where common/ceilings.h
+// knows no rate for this compute capability.
+static double peak_tflops(const Precision& pr, const cudaDeviceProp& prop, int device) {
+    double f = pr.peak_factor;
+    if (double_rate(pr)) {
+        const double full = lesson::flops_per_clock_per_sm(prop.major, prop.minor, pr.unit, false);
+        const double geforce = lesson::flops_per_clock_per_sm(prop.major, prop.minor, pr.unit, true);
+        f *= geforce > 0 ? full / geforce : NAN;
+    }
+    return f * lesson::peak_gflops(prop, device, pr.unit) / 1e3;
+}
 
 static double bytes_of(const verify::FloatFormat* f) {
     return f == &verify::kFp32 || f == &verify::kTf32 ? 4.0 : f == &verify::kE4m3 ? 1.0 : 2.0;
@@ -370,16 +397,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     const size_t kWorkspace = size_t(32) << 20;  // cuBLASLt's scratch
     lesson::require_device_memory(uint64_t(9 * (MK + NK) + 4 * MN) + kWorkspace, size_flags);
-    const bool fp8_ok = prop.major * 10 + prop.minor >= 89;
     auto wanted = [&](int p) { return selected < 0 || selected == p; };
-
-    // One cuBLAS handle and one cuBLASLt handle for the whole run.
-    cublasHandle_t blas;
-    cublasLtHandle_t lt;
-    CUBLAS_CHECK(cublasCreate(&blas));
-    CUBLAS_CHECK(cublasLtCreate(&lt));
-    int version = 0;
-    CUBLAS_CHECK(cublasGetVersion(blas, &version));
 
     lesson::Report report("19_mixed_precision");
     report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
@@ -388,6 +406,26 @@ int main(int argc, char** argv) {
     report.config("check_rows", check_rows);
     report.config("repeat", opt.repeat);
     report.config("seed", opt.seed);
+
+    // The precisions to run: the wanted ones this GPU has (the Gate prints one line for each other).
+    lesson::Gate gate(report);
+    std::vector<bool> runs(kPrecisionCount, false);
+    for (int p = 0; p < kPrecisionCount; ++p) {
+        if (!wanted(p)) continue;
+        lesson::Needs needs;
+        needs.cc = kPrecisions[p].cc;
+        needs.cc_why = kPrecisions[p].cc_why;
+        runs[p] = gate.run(std::string(kPrecisions[p].key) + " (" + kPrecisions[p].name + ")", needs);
+    }
+    if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
+
+    // One cuBLAS handle and one cuBLASLt handle for the whole run.
+    cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    CUBLAS_CHECK(cublasCreate(&blas));
+    CUBLAS_CHECK(cublasLtCreate(&lt));
+    int version = 0;
+    CUBLAS_CHECK(cublasGetVersion(blas, &version));
     report.config("cublas_version", int64_t(version));
     report.timing(std::string(lesson::kTimingMethod) +
                   "; the GEMMs of one shape interleaved, one sample of each precision in turn "
@@ -397,7 +435,7 @@ int main(int argc, char** argv) {
     const int R = int(opt.repeat);
 
     // 2. The formats, measured (demonstrations.cuh): overflow, underflow and loss scaling, long sums.
-    demo_fp16_overflow(report, blas, uint64_t(opt.seed));
+    demo_fp16_overflow(report, gate, blas, uint64_t(opt.seed));
     demo_underflow_and_loss_scaling(report, uint64_t(opt.seed));
     demo_long_sums(report, uint64_t(opt.seed));
 
@@ -482,8 +520,8 @@ int main(int argc, char** argv) {
         std::vector<size_t> conv_index(5, SIZE_MAX);      // where each format's conversion is in `conversions`
         for (const Conversion& cv : convs) {
             bool needed = false;
-            for (int p = 0; p < kPrecisionCount; ++p) needed = needed || (wanted(p) && kPrecisions[p].in == cv.in);
-            if (!needed || (cv.in == In::Fp8 && !fp8_ok)) continue;
+            for (int p = 0; p < kPrecisionCount; ++p) needed = needed || (runs[p] && kPrecisions[p].in == cv.in);
+            if (!needed) continue;
             cpu.reset();
             const Rounded r = round_inputs(cv.in, h_A, h_Bt, rows, K, amax_a, amax_bt);
             ref_rounded[int(cv.in)].resize(rows.size() * N);
@@ -524,21 +562,14 @@ int main(int argc, char** argv) {
                                    lesson::l2_note(bytes, prop)});
         }
 
-        // 3d. Every wanted precision: poison C, run, check the sampled rows. Then 3e times them.
+        // 3d. Every precision that runs: poison C, run, check the sampled rows. Then 3e times them.
         Fp8Plan plan;
-        if (fp8_ok && wanted(kPrecisionCount - 1))
+        if (runs[kPrecisionCount - 1])
             plan = make_fp8_plan(lt, M, N, K, d_scales, d_scales + kScaleStride, d_workspace, kWorkspace);
         const Operands ops{M, N, K, d_A, d_Bt, d_A16, d_Bt16, d_Abf, d_Btbf, d_A8, d_Bt8, d_C, blas, lt, &plan};
         for (int p = 0; p < kPrecisionCount; ++p) {
             const Precision& pr = kPrecisions[p];
-            if (!wanted(p)) continue;
-            if (pr.in == In::Fp8 && !fp8_ok) {
-                report.note(std::string(pr.name) + ", " + shape +
-                            ": SKIP (FP8 tensor cores need compute capability "
-                            "8.9 or later; this GPU is " +
-                            std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")");
-                continue;
-            }
+            if (!runs[p]) continue;
             CUDA_CHECK(cudaMemset(d_C, 0xFF, nC * sizeof(float)));  // NaN in every format
             pr.run(ops);
             std::vector<float> got = copy_rows(d_C, pr.out_fmt, rows, N);
@@ -610,32 +641,41 @@ int main(int argc, char** argv) {
     CUBLAS_CHECK(cublasLtDestroy(lt));
     CUBLAS_CHECK(cublasDestroy(blas));
 
-    // 4. Rates: each against the peak of its unit from the clock (a bound) and against the
-    //    best 16-bit rate of the same shape in this run (a yardstick).
+    // 4. Rates: each against the peak of its unit from the clock (a bound; where no rate is known
+    //    for this compute capability, not graded, and the row says why) and against the best
+    //    16-bit rate of the same shape in this run (a yardstick).
+    bool acc16_ran = false;
     for (size_t si = 0; si < shapes.size(); ++si) {
         const std::string shape = shape_text(shapes[si].M, shapes[si].N, shapes[si].K);
         const std::string small = lesson::small_gemm_note(shapes[si].M, shapes[si].N, prop);
         double best16 = 0;
         for (const Timed& t : timed[si])
-            if (kPrecisions[t.p].sixteen_bit) best16 = std::max(best16, t.tflops);
+            if (in_best16(kPrecisions[t.p])) best16 = std::max(best16, t.tflops);
         if (best16 > 0) report.yardstick("best 16-bit GEMM rate, " + shape, best16, "TFLOP/s");
         for (const Timed& t : timed[si]) {
             const Precision& pr = kPrecisions[t.p];
-            const double peak = pr.peak_factor * lesson::peak_gflops(prop, int(opt.device), pr.unit) / 1e3;
+            acc16_ran = acc16_ran || double_rate(pr);
+            const double peak = peak_tflops(pr, prop, int(opt.device));
             const std::string name = std::string(pr.name) + ", " + shape;
-            if (std::isfinite(peak)) {
-                const std::string peak_name = pr.in == In::Fp8                          ? "FP8 tensor peak"
-                                              : pr.unit == lesson::MathUnit::Fp32Simt   ? "FP32 FMA peak"
-                                              : pr.unit == lesson::MathUnit::Tf32Tensor ? "TF32 tensor peak"
-                                                                                        : "16-bit tensor peak";
-                report.variant_bound(name, t.ms, t.tflops, "TFLOP/s", peak, peak_name, small);
-            }
+            const std::string peak_name = pr.in == In::Fp8                          ? "FP8 tensor peak"
+                                          : pr.unit == lesson::MathUnit::Fp32Simt   ? "FP32 FMA peak"
+                                          : pr.unit == lesson::MathUnit::Tf32Tensor ? "TF32 tensor peak"
+                                          : double_rate(pr)                         ? "FP16-accumulate tensor peak"
+                                                                                    : "16-bit tensor peak";
+            const std::string ungraded =
+                !small.empty() || std::isfinite(peak)
+                    ? small
+                    : "no " + peak_name + " known for cc " + lesson::cc_text(prop.major * 10 + prop.minor);
+            report.variant_bound(name, t.ms, t.tflops, "TFLOP/s", peak, peak_name, ungraded);
             if (best16 > 0)
                 report.variant_yardstick(name + " vs best 16-bit", t.ms, t.tflops, "TFLOP/s", best16, "best 16-bit",
                                          small);
-            else if (!std::isfinite(peak)) report.variant(name, t.ms, t.tflops, "TFLOP/s");
         }
     }
+    if (acc16_ran)
+        report.note(
+            "GeForce: FP16 with FP16 accumulation runs at twice the rate of 16-bit math with FP32 accumulation, so "
+            "its peak is twice the 16-bit tensor peak and it is not in the best 16-bit yardstick");
     // The conversions: GB/s (bytes read + written) against the DRAM bound, measured only
     // where some conversion's data do not fit in the L2.
     bool graded = false;
@@ -675,30 +715,38 @@ int main(int argc, char** argv) {
     std::printf("(errors and bytes at %s)\n", shape_text(big.M, big.N, big.K).c_str());
 
     // 6. Key result and targets: BF16 and FP16 (FP32 accumulate) at the largest shape, each
-    //    against the best 16-bit rate of that shape (they run on the same tensor cores).
+    //    against the best 16-bit rate of that shape (they run on the same tensor cores). A target
+    //    compares two sides: it is registered only where its precision ran and another GEMM of the
+    //    yardstick did too.
     const std::vector<Timed>& lastt = timed.back();
     double best16 = 0, bf16 = NAN, fp16 = NAN;
+    int n16 = 0;  // GEMMs in the best 16-bit yardstick
+    const Precision* bf16_pr = nullptr;
     for (const Timed& t : lastt) {
-        if (kPrecisions[t.p].sixteen_bit) best16 = std::max(best16, t.tflops);
-        if (std::string(kPrecisions[t.p].key) == "bf16") bf16 = t.tflops;
+        if (in_best16(kPrecisions[t.p])) best16 = std::max(best16, t.tflops), ++n16;
+        if (std::string(kPrecisions[t.p].key) == "bf16") bf16 = t.tflops, bf16_pr = &kPrecisions[t.p];
         if (std::string(kPrecisions[t.p].key) == "fp16") fp16 = t.tflops;
     }
     const std::string big_shape = shape_text(big.M, big.N, big.K);
     const std::string small = lesson::small_gemm_note(big.M, big.N, prop);
     report.default_size(cli.at_default_size());
     if (std::isfinite(bf16)) {
-        const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
+        const double peak = peak_tflops(*bf16_pr, prop, int(opt.device));
         char key[160];
         std::snprintf(key, sizeof key, "BF16 GemmEx (FP32 accumulate) %.0f TFLOP/s at %s", bf16, big_shape.c_str());
-        report.key_result(key, bf16 / peak, "16-bit tensor peak", lesson::Against::Bound, small);
-        report.target("BF16 at " + big_shape + " vs best 16-bit rate", bf16 / best16, 0.90, "x");
+        const std::string ungraded =
+            !small.empty() || std::isfinite(peak)
+                ? small
+                : "no 16-bit tensor peak known for cc " + lesson::cc_text(prop.major * 10 + prop.minor);
+        report.key_result(key, bf16 / peak, "16-bit tensor peak", lesson::Against::Bound, ungraded);
+        if (n16 >= 2) report.target("BF16 at " + big_shape + " vs best 16-bit rate", bf16 / best16, 0.90, "x");
     } else if (!lastt.empty()) {
         char key[160];
         std::snprintf(key, sizeof key, "%s %.0f TFLOP/s at %s", kPrecisions[lastt[0].p].name, lastt[0].tflops,
                       big_shape.c_str());
         report.key_result(key);
     }
-    if (std::isfinite(fp16))
+    if (std::isfinite(fp16) && n16 >= 2)
         report.target("FP16 (FP32 acc) at " + big_shape + " vs best 16-bit rate", fp16 / best16, 0.90, "x");
     return report.finish(opt.json);
 }
