@@ -35,6 +35,7 @@
 #include "common/device.h"
 #include "common/flags.h"
 #include "common/memory.h"
+#include "common/needs.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/attention.h"
@@ -74,8 +75,17 @@ static verify::host_vector<float> host_values(uint64_t seed, Tensor t, size_t fi
 
 // ---------------------------------------------------------------- rung 4: the standard attention
 static cublasHandle_t g_cublas;
-static float* g_S = nullptr;  // heads x N x N fp32 scores
-static bf16* g_P = nullptr;   // heads x N x N bf16 probabilities
+static bool g_cublas_bf16 = false;  // cuBLAS's bf16 GEMM is used on this GPU (cc 8.0 and up)
+static float* g_S = nullptr;        // heads x N x N fp32 scores
+static bf16* g_P = nullptr;         // heads x N x N bf16 probabilities
+
+// cuBLAS with bf16 inputs: rung 4 and the GEMM yardstick need it (cc 8.0, bf16 tensor cores).
+static lesson::Needs cublas_bf16_needs() {
+    lesson::Needs n;
+    n.cc = 80;
+    n.cc_why = "cuBLAS bf16 GEMM";
+    return n;
+}
 
 // S = scale * Q K^T for every head in one strided-batched call. cuBLAS is column-major: row-major
 // S (N x N) is the column-major S^T = K Q^T, and a row-major N x d matrix is a column-major d x N one,
@@ -86,6 +96,26 @@ static void scores_gemm(const Attention& a) {
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.N, a.N, a.d, &a.scale, a.K,
                                             CUDA_R_16BF, a.d, nd, a.Q, CUDA_R_16BF, a.d, nd, &zero, g_S, CUDA_R_32F,
                                             a.N, nn, int(a.heads), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+// The same S without cuBLAS, one thread per score in fp32: the softmax rungs' input where cuBLAS's
+// bf16 GEMM is not used (cc below 8.0, where rung 4 is skipped). Simple and slow; never timed.
+__global__ void scoresDirect(Attention a, float* S) {
+    const size_t n = size_t(a.N), total = size_t(a.heads) * n * n;
+    for (size_t x = size_t(blockIdx.x) * blockDim.x + threadIdx.x; x < total; x += size_t(gridDim.x) * blockDim.x) {
+        const size_t h = x / (n * n), i = x / n % n, j = x % n;  // S[h][i][j] = scale * Q[h][i] . K[h][j]
+        const bf16 *q = a.Q + (h * n + i) * a.d, *k = a.K + (h * n + j) * a.d;
+        float dot = 0.f;
+        for (int c = 0; c < a.d; ++c) dot += __bfloat162float(q[c]) * __bfloat162float(k[c]);
+        S[x] = dot * a.scale;
+    }
+}
+static void scores(const Attention& a) {
+    if (g_cublas_bf16) {
+        scores_gemm(a);
+    } else {
+        scoresDirect<<<1024, 256>>>(a, g_S);
+        CUDA_CHECK_LAUNCH();
+    }
 }
 static void standard_attention(const Attention& a) {
     scores_gemm(a);
@@ -99,6 +129,10 @@ static void standard_attention(const Attention& a) {
 }
 
 // ---------------------------------------------------------------- the ladder
+// Rung 6's cp.async ring depth at d = 64 ([0]) and d = 128 ([1]): the deepest that fits this GPU.
+static int g_mma_stages[2] = {rung6::kStages, rung6::kStages};
+static void fused_mma(const Attention& a) { rung6::launch(a, g_mma_stages[a.d == 128]); }
+
 enum class Kind { Softmax, Attention, Decode };
 struct Rung {
     const char* name;
@@ -106,21 +140,48 @@ struct Rung {
     void (*softmax)(const Softmax&);
     void (*attention)(const Attention&);
     void (*decode)(const Decode&);
-    int needs;  // 0: any image; 80: an sm_80+ image (mma.sync); 90: the sm_90a image (wgmma, TMA)
 };
 static const Rung kLadder[] = {
-    {"1 softmax, 3 passes, warp/row", Kind::Softmax, rung1::launch, nullptr, nullptr, 0},
-    {"2 softmax, online, warp/row", Kind::Softmax, rung2::launch, nullptr, nullptr, 0},
-    {"3 softmax, online, block/row in regs", Kind::Softmax, rung3::launch, nullptr, nullptr, 0},
-    {"4 standard: cuBLAS+softmax+cuBLAS", Kind::Attention, nullptr, standard_attention, nullptr, 0},
-    {"5 fused, scalar, online softmax", Kind::Attention, nullptr, rung5::launch, nullptr, 0},
-    {"6 fused, mma.sync (FA2 split)", Kind::Attention, nullptr, rung6::launch, nullptr, 80},
-    {"7 decode, split-K", Kind::Decode, nullptr, nullptr, rung7::launch, 0},
-    {"8 fused, wgmma + TMA", Kind::Attention, nullptr, rung8::launch, nullptr, 90},
-    {"9 fused, wgmma, warp-specialized", Kind::Attention, nullptr, rung9::launch, nullptr, 90},
+    {"1 softmax, 3 passes, warp/row", Kind::Softmax, rung1::launch, nullptr, nullptr},
+    {"2 softmax, online, warp/row", Kind::Softmax, rung2::launch, nullptr, nullptr},
+    {"3 softmax, online, block/row in regs", Kind::Softmax, rung3::launch, nullptr, nullptr},
+    {"4 standard: cuBLAS+softmax+cuBLAS", Kind::Attention, nullptr, standard_attention, nullptr},
+    {"5 fused, scalar, online softmax", Kind::Attention, nullptr, rung5::launch, nullptr},
+    {"6 fused, mma.sync (FA2 split)", Kind::Attention, nullptr, fused_mma, nullptr},
+    {"7 decode, split-K", Kind::Decode, nullptr, nullptr, rung7::launch},
+    {"8 fused, wgmma + TMA", Kind::Attention, nullptr, rung8::launch, nullptr},
+    {"9 fused, wgmma, warp-specialized", Kind::Attention, nullptr, rung9::launch, nullptr},
 };
 constexpr int kRungs = int(std::size(kLadder));
 constexpr int kStandard = 3;  // index of rung 4
+
+// What rung i + 1 needs from the GPU at head dimension d; common/needs.h decides run or skip.
+// Rungs 1-3 and 7 are plain CUDA with static shared memory (the softmax rungs take their S from
+// cuBLAS or, below cc 8.0, from scoresDirect): they run on every GPU.
+static lesson::Needs rung_needs(int i, int d) {
+    lesson::Needs n;
+    const bool d128 = d == 128;
+    switch (i + 1) {
+        case 4: n = cublas_bf16_needs(); break;
+        case 5: n.smem = size_t(d128 ? rung5::smem_bytes<128>() : rung5::smem_bytes<64>()); break;
+        case 6:  // kernels written for sm_80 (a trap in an older image); the ring depth picked for this GPU
+            n.cc = 80;
+            n.cc_why = "bf16 mma.sync, cp.async";
+            n.image = 800;
+            n.smem = size_t(rung6::smem_bytes(d, g_mma_stages[d128]));
+            break;
+        case 8:  // wgmma and TMA: the sm_90a image on a Hopper GPU
+            n.sm90a = true;
+            n.smem = size_t(d128 ? rung8::smem_bytes<128>() : rung8::smem_bytes<64>());
+            break;
+        case 9:
+            n.sm90a = true;
+            n.smem = size_t(d128 ? rung9::smem_bytes<128>() : rung9::smem_bytes<64>());
+            break;
+        default: break;
+    }
+    return n;
+}
 
 // bf16 output -> floats (exact), on all host cores. The bits' pages are touched first: a pageable
 // copy into fresh pages faults them in one by one.
@@ -292,24 +353,40 @@ int main(int argc, char** argv) {
     report.config("seed", opt.seed);
     report.config("tolerance_rel_l2", kTol);
 
-    // Which image did the driver load? (lesson 20's probe: __CUDA_ARCH__ of the image.)
-    const LoadedImage image = probe_loaded_image();  // kernels/common.cuh: sm90aProbe, run once
-    std::vector<int> ladder;                         // chosen rungs this build and GPU can run
-    const std::string this_image = "this image is sm_" + std::to_string(image.arch / 10) + (image.sm90a ? "a" : "");
+    // Which chosen rung runs at which d: the gate compares each rung's needs (rung_needs) with this
+    // GPU's limits, or those of the class LESSON_GPU_LIMITS names, and with the image the driver
+    // loaded; it prints one line per skip (one per rung when both d skip for the same reason).
+    const lesson::GpuLimits& gpu = lesson::gpu_limits();
+    for (int d : ds) g_mma_stages[d == 128] = rung6::stages_that_fit(d, gpu.smem_optin);
+    lesson::Gate gate(report);
+    bool run_at[kRungs][2] = {};  // rung i + 1 runs at d = 64 ([0]), d = 128 ([1])
+    const auto runs = [&](int i, int d) { return run_at[i][d == 128]; };
+    std::vector<int> ladder;  // the chosen rungs that run at some d
     for (int i = 0; i < kRungs; ++i) {
         if (!chosen(i)) continue;
-        std::string why;
-        if (kLadder[i].needs == 80 && image.arch < 800)
-            why = "needs bf16 mma.sync (an sm_80 or newer image), " + this_image;
-        if (kLadder[i].needs == 90 && !image.sm90a)
-            why = "needs wgmma and TMA (an sm_90a image: a Hopper GPU, built for 90), " + this_image;
-        if (!why.empty()) {
-            std::printf("rung %s: SKIP (%s)\n", kLadder[i].name, why.c_str());
-            report.note(std::string("skipped '") + kLadder[i].name + "': " + why);
-        } else {
-            ladder.push_back(i);
+        std::vector<std::string> why;
+        for (int d : ds) why.push_back(lesson::why_not(rung_needs(i, d), gpu));
+        const bool one_line = std::all_of(why.begin(), why.end(), [&](const std::string& w) { return w == why[0]; });
+        for (size_t k = 0; k < ds.size(); ++k) {
+            const std::string what =
+                "rung " + std::to_string(i + 1) + (one_line ? "" : " at d=" + std::to_string(ds[k]));
+            run_at[i][ds[k] == 128] =
+                one_line && k > 0 ? run_at[i][ds[0] == 128] : gate.run(what, rung_needs(i, ds[k]));
         }
+        if (run_at[i][0] || run_at[i][1]) ladder.push_back(i);
     }
+    if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
+    for (int d : ds)  // a smaller configuration instead of a skip: say so
+        if (runs(5, d) && g_mma_stages[d == 128] != rung6::kStages) {
+            const std::string line =
+                "rung 6 at d=" + std::to_string(d) + ": " + std::to_string(g_mma_stages[d == 128]) + " stages (" +
+                std::to_string(rung6::smem_bytes(d, g_mma_stages[d == 128])) + " B), " +
+                (gpu.emulated ? std::string("this GPU class (") + gpu.emulated->name + ") gives " : "this GPU gives ") +
+                std::to_string(gpu.smem_optin) + " B per block, not the " + std::to_string(rung6::kStages) +
+                " stages' " + std::to_string(rung6::smem_bytes(d, rung6::kStages));
+            std::printf("%s\n", line.c_str());
+            report.note(line);
+        }
     CUBLAS_CHECK(cublasCreate(&g_cublas));
     const uint64_t seed = uint64_t(opt.seed);
     bool inject = opt.inject_fault;  // corrupts the first result checked
@@ -320,12 +397,18 @@ int main(int argc, char** argv) {
     };
 
     // Yardsticks: cuBLAS BF16 GEMM (bf16 in, fp32 accumulate and out) at a square size, and a copy.
+    // They are not rungs (their own gate: they never make the run a SKIP); without the GEMM the
+    // TFLOP/s of the attention rungs are printed ungraded.
+    lesson::Gate yardstick_gate(report);
+    g_cublas_bf16 = yardstick_gate.run("the cuBLAS BF16 GEMM yardstick", cublas_bf16_needs());
+    const std::string no_gemm = g_cublas_bf16 ? "" : "no cuBLAS BF16 GEMM yardstick below cc 8.0";
+    const auto not_graded = [&](const std::string& why) { return no_gemm.empty() ? why : no_gemm; };
     const int gemm_n =
         opt.quick
             ? 512
             : 8192;  // quick: 512, where cuBLAS picks a kernel racecheck passes (1024: 6 hazards reported inside cuBLAS)
-    double cublas_tflops = 0;
-    {
+    double cublas_tflops = NAN;
+    if (g_cublas_bf16) {
         bf16 *d_A = nullptr, *d_B = nullptr;
         float* d_C = nullptr;
         const size_t nn = size_t(gemm_n) * gemm_n;
@@ -344,7 +427,7 @@ int main(int argc, char** argv) {
         for (void* x : {(void*)d_A, (void*)d_B, (void*)d_C}) CUDA_CHECK(cudaFree(x));
     }
     const std::string gemm_text = std::to_string(gemm_n) + "^3";
-    report.yardstick("cuBLAS GemmEx bf16 -> fp32, " + gemm_text, cublas_tflops, "TFLOP/s");
+    if (g_cublas_bf16) report.yardstick("cuBLAS GemmEx bf16 -> fp32, " + gemm_text, cublas_tflops, "TFLOP/s");
     const double copy_gbps = lesson::measure_d2d_gbps(prop, int(opt.repeat));
     report.yardstick("device-to-device cudaMemcpy (read + write)", copy_gbps, "GB/s");
     report.timing(lesson::kTimingMethod);
@@ -367,8 +450,9 @@ int main(int argc, char** argv) {
                 CUDA_CHECK(cudaMemset(g_S, 0xFF, nn * sizeof(float)));
                 for (int i : ladder) {
                     const Rung& r = kLadder[i];
-                    if (r.kind == Kind::Softmax) {  // softmax of cuBLAS's S, against the CPU's softmax of the same S
-                        scores_gemm(p.args());
+                    if (!runs(i, d)) continue;
+                    if (r.kind == Kind::Softmax) {  // softmax of the GPU's S, against the CPU's softmax of the same S
+                        scores(p.args());
                         std::vector<float> h_S(nn);
                         CUDA_CHECK(cudaMemcpy(h_S.data(), g_S, nn * sizeof(float), cudaMemcpyDeviceToHost));
                         std::vector<double> ref_P(nn);
@@ -417,10 +501,15 @@ int main(int argc, char** argv) {
             report.metric("Q, K, V, O (all rungs), " + tag, io_bytes / 1e9, "GB");
             verify::host_vector<float> h_std;  // rung 4's O: the reference of the fused rungs, every element
             double std_ms = NAN, best_fused = 0, mma_ms = NAN;
+            bool wgmma_timed = false;  // rung 8 or 9 ran: the target below is theirs
             if (standard_fits) {
                 CUDA_CHECK(cudaMalloc(&g_S, nn * sizeof(float)));
                 CUDA_CHECK(cudaMalloc(&g_P, nn * sizeof(bf16)));
                 CUDA_CHECK(cudaMemset(g_S, 0xFF, nn * sizeof(float)));  // poisoned, as in part 1
+                const bool softmax_here = std::any_of(ladder.begin(), ladder.end(), [&](int i) {
+                    return kLadder[i].kind == Kind::Softmax && runs(i, d);
+                });
+                if (softmax_here) scores(a);  // the softmax rungs' S, once (rung 4 writes the same S again)
             } else {
                 report.note("rung 4 and the softmax rungs skipped at " + tag + ": the scores need " +
                             lesson::gb_text(score_bytes) + ", the GPU has " + lesson::gb_text(double(free_b)) +
@@ -429,9 +518,10 @@ int main(int argc, char** argv) {
             for (int i : ladder) {
                 const Rung& r = kLadder[i];
                 const std::string name = std::string(r.name) + " @" + tag;
-                if (r.kind == Kind::Decode || (!standard_fits && (r.kind == Kind::Softmax || i == kStandard))) continue;
-                if (r.kind == Kind::Softmax) {  // on the S that rung 4 leaves behind
-                    scores_gemm(a);
+                if (!runs(i, d) || r.kind == Kind::Decode ||
+                    (!standard_fits && (r.kind == Kind::Softmax || i == kStandard)))
+                    continue;
+                if (r.kind == Kind::Softmax) {  // on S = scale Q K^T, written above
                     std::vector<float> got;
                     std::vector<double> ref_P;
                     CUDA_CHECK(cudaMemset(g_P, 0xFF, nn * sizeof(bf16)));
@@ -471,23 +561,28 @@ int main(int argc, char** argv) {
                 const int reps =
                     i == 4 ? std::min<int>(int(opt.repeat), 3) : int(opt.repeat);  // the scalar rung is slow
                 const double ms = lesson::time_median_ms(reps, [&] { r.attention(a); });
-                report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS GEMM", small);
+                report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS GEMM",
+                                         not_graded(small));
                 report.work(name, flop, io_bytes, ms);
                 if (i == kStandard) std_ms = ms;
                 else best_fused = std::max(best_fused, tflops(ms));
                 if (i == 5) mma_ms = ms;
+                if (i >= 7) wgmma_timed = true;
             }
+            // Targets only for what ran: rung 6 against rung 4; the best fused rung against the GEMM
+            // where the wgmma rungs ran (mma.sync alone is not meant to reach it, README "Results").
             if (N >= 2048 && std::isfinite(std_ms) && std::isfinite(mma_ms))
                 report.target("rung 6 vs rung 4 (standard), " + tag, std_ms / mma_ms, 1.0, "x");
             if (N == 8192 && d == 128 && !causal && best_fused > 0) {
-                report.target("best fused rung vs cuBLAS BF16 GEMM, " + tag, best_fused / cublas_tflops, 0.5, "x");
+                if (wgmma_timed && g_cublas_bf16)
+                    report.target("best fused rung vs cuBLAS BF16 GEMM, " + tag, best_fused / cublas_tflops, 0.5, "x");
                 key = "best fused rung " + std::to_string(int(best_fused + 0.5)) + " TFLOP/s at " + tag;
                 key_fraction = best_fused / cublas_tflops;
-                key_small = small;
+                key_small = not_graded(small);
             } else if (key.empty() && best_fused > 0 && N == ns.back() && d == ds.back()) {
                 key = "best fused rung " + std::to_string(int(best_fused + 0.5)) + " TFLOP/s at " + tag;
                 key_fraction = best_fused / cublas_tflops;
-                key_small = small.empty() ? "not the graded size (N=8192, d=128, non-causal)" : small;
+                key_small = not_graded(small.empty() ? "not the graded size (N=8192, d=128, non-causal)" : small);
             }
             if (standard_fits) {
                 CUDA_CHECK(cudaFree(g_S));
@@ -497,7 +592,7 @@ int main(int argc, char** argv) {
         }
 
     // ------------------------------------------------------------ Part 3: a sequence rung 4 cannot hold
-    if (long_n > 0 && chosen(5) && std::find(ladder.begin(), ladder.end(), 5) != ladder.end()) {
+    if (long_n > 0 && runs(5, ds.back())) {
         Problem p{long_heads, int(long_n), ds.back(), causal, seed + 5000};
         const std::string tag = "N=" + std::to_string(long_n) + ", d=" + std::to_string(p.d) + ", " +
                                 std::to_string(long_heads) + " heads" + (causal ? ", causal" : "");
@@ -530,7 +625,7 @@ int main(int argc, char** argv) {
             lesson::time_median_ms(std::min<int>(int(opt.repeat), 3), [&] { kLadder[5].attention(p.args()); });
         const double flop = 4.0 * double(long_n) * long_n * p.d * long_heads * (causal ? 0.5 : 1.0);
         const std::string name = std::string(kLadder[5].name) + " @" + tag;
-        report.variant_yardstick(name, ms, flop / (ms * 1e9), "TFLOP/s", cublas_tflops, "cuBLAS GEMM");
+        report.variant_yardstick(name, ms, flop / (ms * 1e9), "TFLOP/s", cublas_tflops, "cuBLAS GEMM", not_graded(""));
         report.work(name, flop, 4.0 * p.elems() * 2, ms);
         release(p);
     }
@@ -540,6 +635,7 @@ int main(int argc, char** argv) {
         const std::vector<int> decode_ns = {257, int(decode_n)};  // a small exact check, then the timed size
         for (int d : ds)
             for (int N : decode_ns) {
+                if (!runs(6, d)) continue;
                 const bool timed = N == int(decode_n);
                 Decode a{};
                 a.heads = timed ? dbh : 5;
@@ -605,10 +701,10 @@ int main(int argc, char** argv) {
     }
 
     report.note("inputs: Q uniform on multiples of 4/128 in [-4, 4), K and V of 1/128 in [-1, 1): exact in bf16");
-    report.note(
-        "TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; the yardstick is cuBLAS "
-        "GemmEx (bf16 in, fp32 accumulate and out) at " +
-        gemm_text + " in this run");
+    report.note("TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; " +
+                (g_cublas_bf16 ? "the yardstick is cuBLAS GemmEx (bf16 in, fp32 accumulate and out) at " + gemm_text +
+                                     " in this run"
+                               : no_gemm));
     if (key.empty())
         report.key_result("no fused rung was timed", NAN, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, "not timed");
     else report.key_result(key, key_fraction, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, key_small);

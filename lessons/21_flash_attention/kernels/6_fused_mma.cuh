@@ -8,7 +8,8 @@
 //           share an SM, and one block's softmax runs while the other's MMAs do;
 //         - the Q tile is loaded once and kept in registers as mma.sync A fragments;
 //         - K and V tiles of kBN = 64 keys stream through a kStages-deep cp.async ring in shared
-//           memory, XOR-swizzled so that ldmatrix is free of bank conflicts;
+//           memory (2 deep at d = 128 on GPUs with 99 KB per block), XOR-swizzled so that
+//           ldmatrix is free of bank conflicts;
 //         - S = Q K^T: K is stored key-rows, which is exactly the "col" B operand (ldmatrix);
 //           O += P V: V is stored key-rows, the transposed B operand (ldmatrix .trans);
 //         - P never touches shared memory: the m16n8 accumulator layout of S is, pair for pair,
@@ -34,9 +35,13 @@ namespace rung6 {
 // Exercise 2 of the handout: time --rung=6 --n=8192 with kBM = 128 (8 warps, one block per SM), and with kStages = 2
 constexpr int kBM = 64, kBN = 64, kStages = 3;
 constexpr int kWarps = kBM / 16, kThreads = 32 * kWarps;  // 4 warps, 16 query rows each
-template <int D>
-constexpr int smem_bytes() {  // Q tile + kStages x (K tile + V tile), bf16
-    return (kBM * D + kStages * 2 * kBN * D) * 2;
+// Q tile + `stages` x (K tile + V tile), bf16: at d = 128, 114688 bytes with 3 stages, 81920 with 2.
+constexpr int smem_bytes(int d, int stages) { return (kBM * d + stages * 2 * kBN * d) * 2; }
+// The ring depth this rung runs at head dimension d with `smem_optin` bytes of shared memory per
+// block: kStages, or 2 where kStages do not fit (a GPU with 99 KB per block at d = 128). Where 2 do
+// not fit either, main.cu's gate skips the rung (Needs::smem = smem_bytes(d, 2)).
+inline int stages_that_fit(int d, size_t smem_optin) {
+    return size_t(smem_bytes(d, kStages)) <= smem_optin ? kStages : 2;
 }
 
 // Byte offset of 16-byte chunk c of row r in a tile of rows of D bf16 (2D bytes): the chunk index is
@@ -46,14 +51,14 @@ __device__ __forceinline__ uint32_t swz(int r, int c) {
     return uint32_t(r * D * 2 + ((c ^ (r & 7)) << 4));
 }
 
-template <int D>
+template <int D, int Stages>
 __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
 #if defined(L20_SM80)
     constexpr int kChunks = D / 8;  // 16-byte chunks per row
     constexpr int kTileBytes = kBN * D * 2;
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sQ = uint32_t(__cvta_generic_to_shared(smem));
-    const uint32_t sK = sQ + kBM * D * 2, sV = sK + kStages * kTileBytes;
+    const uint32_t sK = sQ + kBM * D * 2, sV = sK + Stages * kTileBytes;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int N = a.N;
     const int qtile = a.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);  // causal: heaviest first
@@ -73,7 +78,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
     };
     load_rows(sQ, Q, m0, kBM);  // Q joins the first group
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {  // prologue: kStages - 1 K/V tiles in flight
+    for (int st = 0; st < Stages - 1; ++st) {  // prologue: Stages - 1 K/V tiles in flight
         if (st < tiles) {
             load_rows(sK + st * kTileBytes, K, st * kBN, kBN);
             load_rows(sV + st * kTileBytes, V, st * kBN, kBN);
@@ -88,12 +93,12 @@ __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
     for (int j = 0; j < tiles; ++j) {
-        cp_async_wait<kStages - 2>();  // tile j (and Q) landed for this thread's copies ...
-        __syncthreads();               // ... and everyone's; everyone is done with tile j - 1
-        if (j + kStages - 1 < tiles) {
-            const int st = (j + kStages - 1) % kStages;
-            load_rows(sK + st * kTileBytes, K, (j + kStages - 1) * kBN, kBN);
-            load_rows(sV + st * kTileBytes, V, (j + kStages - 1) * kBN, kBN);
+        cp_async_wait<Stages - 2>();  // tile j (and Q) landed for this thread's copies ...
+        __syncthreads();              // ... and everyone's; everyone is done with tile j - 1
+        if (j + Stages - 1 < tiles) {
+            const int st = (j + Stages - 1) % Stages;
+            load_rows(sK + st * kTileBytes, K, (j + Stages - 1) * kBN, kBN);
+            load_rows(sV + st * kTileBytes, V, (j + Stages - 1) * kBN, kBN);
         }
         cp_async_commit();  // an empty group at the end keeps the wait count right
         if (j == 0) {
@@ -103,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
                 ldmatrix_x4(q[kk], sQ + swz<D>(r, c));
             }
         }
-        const uint32_t kt = sK + (j % kStages) * kTileBytes, vt = sV + (j % kStages) * kTileBytes;
+        const uint32_t kt = sK + (j % Stages) * kTileBytes, vt = sV + (j % Stages) * kTileBytes;
 
         // S = Q K^T: 16 x 64 per warp, 8 m16n8 tiles. One ldmatrix.x4 gives the B fragments of two
         // n8 tiles: matrix q holds keys +8*(q>>1), k-chunk +(q&1).
@@ -195,20 +200,27 @@ __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
 #endif
 }
 
-template <int D>
+template <int D, int Stages>
 void launch_d(const Attention& a) {
-    static bool raised = false;
+    constexpr int smem = smem_bytes(D, Stages);
+    static bool raised = false;  // main.cu runs this configuration only where `smem` fits the GPU
     if (!raised) {
-        CUDA_CHECK(cudaFuncSetAttribute(flashMma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<D>()));
+        CUDA_CHECK(cudaFuncSetAttribute(flashMma<D, Stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         raised = true;
     }
     const dim3 grid((a.N + kBM - 1) / kBM, unsigned(a.heads));
-    flashMma<D><<<grid, kThreads, smem_bytes<D>()>>>(a);
+    flashMma<D, Stages><<<grid, kThreads, smem>>>(a);
     CUDA_CHECK_LAUNCH();
 }
-inline void launch(const Attention& a) {
-    if (a.d == 64) launch_d<64>(a);
-    else launch_d<128>(a);
+// `stages`: kStages or 2 (stages_that_fit).
+inline void launch(const Attention& a, int stages) {
+    if (a.d == 64) {
+        if (stages == kStages) launch_d<64, kStages>(a);
+        else launch_d<64, 2>(a);
+    } else {
+        if (stages == kStages) launch_d<128, kStages>(a);
+        else launch_d<128, 2>(a);
+    }
 }
 
 }  // namespace rung6

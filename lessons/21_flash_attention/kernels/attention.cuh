@@ -12,7 +12,7 @@
 
 #include <cuda_bf16.h>
 
-#include "../../20_tensor_core_gemm/kernels/common.cuh"  // bf16, ldmatrix, mma.sync, cp.async, sm90aProbe
+#include "../../20_tensor_core_gemm/kernels/common.cuh"  // bf16, ldmatrix, mma.sync, cp.async, TMA encoder
 
 // Row-wise softmax of the standard attention: P = softmax(S) row by row (S fp32, P bf16), rows of
 // `cols` entries; with `causal`, row r (query r % cols of its head) keeps only entries 0..r % cols.
