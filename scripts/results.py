@@ -9,7 +9,7 @@
   scripts/results.py readme [README.md] [SUMMARY.json ...]
       Rewrites the table between the markers <!-- results:begin --> and
       <!-- results:end --> of README.md from the summaries (default: every
-      docs/results/*.json), one column per GPU, device and date in the header.
+      run summary in docs/results/*.json), one column per GPU, device and date in the header.
 
   scripts/results.py check [README.md] [SUMMARY.json ...]
       Exits 1 when the README table is not what `readme` would write (CTest).
@@ -165,10 +165,14 @@ def table(summaries):
 
 
 def summaries_from(args):
-    paths = args or sorted(glob.glob("docs/results/*.json"))
-    if not paths:
+    if args:
+        return [load(p) for p in args]
+    # Run summaries only (collect copies run_all's "mode"); docs/results/portable.json is another
+    # kind of summary (scripts/portability.py).
+    summaries = [s for s in (load(p) for p in sorted(glob.glob("docs/results/*.json"))) if "mode" in s]
+    if not summaries:
         die("no summaries given and none in docs/results/")
-    return [load(p) for p in paths]
+    return summaries
 
 
 def render(readme, summaries):
