@@ -18,6 +18,7 @@ expect() {  # expect WHAT WANTED_RC GOT_RC [OUTPUT PATTERN]
 fake() {
   cat >"$1" <<'EOS'
 #!/usr/bin/env bash
+[ -f "$0.skip" ] && { echo "RESULT: SKIP ($(cat "$0.skip"))"; exit 77; }
 for a in "$@"; do [ "$a" = --inject-fault ] && { echo "RESULT: FAIL"; exit 1; }; done
 [ -n "${EXIT:-}" ] && exit "$EXIT"
 n=$(( $(cat "$0.count" 2>/dev/null || echo 0) + 1 )); echo $n >"$0.count"
@@ -30,7 +31,7 @@ case $w in
 esac
 echo "RESULT: PASS"; echo "Key result: fake"; exit 0
 EOS
-  chmod +x "$1"; rm -f "$1.count" "$1.runs"
+  chmod +x "$1"; rm -f "$1.count" "$1.runs" "$1.skip"
   [ $# -ge 2 ] && echo "$2" >"$1.runs"
 }
 p=$tmp/lesson; o=$tmp/out
@@ -40,6 +41,8 @@ fake $p; RUNS="warn met" bash scripts/check_perf.sh $p >$o 2>&1; expect "check_p
 fake $p; RUNS="miss miss" bash scripts/check_perf.sh $p >$o 2>&1; expect "check_perf: missed twice" 1 $? $o "targets missed"
 fake $p; RUNS="met warn" EXIT=1 bash scripts/check_perf.sh $p >$o 2>&1; expect "check_perf: FAIL is not run again" 1 $? $o "did not PASS"
 fake $p; EXIT=77 bash scripts/check_perf.sh $p >$o 2>&1; expect "check_perf: no GPU" 77 $? $o "SKIP"
+fake $p; echo "rung 9 skipped: needs an sm_90a image" >$p.skip
+bash scripts/check_perf.sh $p >$o 2>&1; expect "check_perf: SKIP with its reason" 77 $? $o "^perf: SKIP \(rung 9 skipped: needs an sm_90a image\)$"
 
 # run_all.sh over a fake build: gpu_check names a GPU, two fake lessons.
 b=$tmp/build; mkdir -p $b/bin
@@ -54,8 +57,17 @@ BUILD_DIR=$b bash scripts/run_all.sh --no-build --check-targets --only='0[01]_*'
 expect "run_all: one lesson missed twice" 1 $? $o "^--check-targets: FAILED"
 fake $b/bin/vector_add; fake $b/bin/matrix_add_single_block
 RUNS="miss met" BUILD_DIR=$b bash scripts/run_all.sh --no-build --only='0[01]_*' >$o 2>&1
-expect "run_all without --check-targets: one run each" 0 $? $o "all 2 lesson"
+expect "run_all without --check-targets: one run each" 0 $? $o "2 lesson\(s\): 2 PASS, 0 SKIP, 0 FAIL"
 [ "$(cat $b/bin/vector_add.count)" = 1 ] && echo "ok: run_all without --check-targets runs a lesson once" ||
   { echo "FAIL: run_all without --check-targets ran a lesson more than once"; fails=$((fails+1)); }
+# A lesson that cannot run on this GPU (exit 77, RESULT: SKIP): a SKIP with its reason, its fault
+# check too, and not a failure.
+fake $b/bin/vector_add "met"; fake $b/bin/matrix_add_single_block "met"
+echo "part 2 skipped: needs 2 GPUs" >$b/bin/matrix_add_single_block.skip
+BUILD_DIR=$b bash scripts/run_all.sh --no-build --check-targets --only='0[01]_*' >$o 2>&1
+expect "run_all: a SKIP is no failure" 0 $? $o "2 lesson\(s\): 1 PASS, 1 SKIP, 0 FAIL"
+expect "run_all: the SKIP's reason is listed" 0 0 $o "^  01_matrix_add_single_block: SKIP \(part 2 skipped: needs 2 GPUs\)$"
+fake $b/bin/matrix_add_single_block; RUNS="met" EXIT=1 BUILD_DIR=$b bash scripts/run_all.sh --no-build --only='0[01]_*' >$o 2>&1
+expect "run_all: a FAIL is counted" 1 $? $o "2 lesson\(s\): 0 PASS, 0 SKIP, 2 FAIL"
 [ $fails = 0 ] && echo "perf_retry_test: all passed" || echo "perf_retry_test: $fails failed"
 [ $fails = 0 ]

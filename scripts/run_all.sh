@@ -20,9 +20,13 @@
 # which must FAIL (the check can catch a wrong element); those runs come after
 # every timed run, FAULT_JOBS (default 8) at a time. Every WARNING line a lesson
 # prints (a rate above its bound: a measurement error) is listed after the table.
+# A lesson that exits 77 with `RESULT: SKIP (<reason>)` (nothing it was asked to run can run
+# on this GPU) is a SKIP, listed with its reason after the table, not a failure; so is its
+# fault check then. LESSON_GPU_LIMITS=<class> in the environment reaches every lesson
+# (docs/setup.md).
 # LESSON_PHASES=1 makes every lesson log where its wall time went ("[phase]" lines;
 # docs/measuring.md).
-# Exit: 0 all PASS, 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
+# Exit: 0 no FAIL (every lesson PASS or SKIP), 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
 set -uo pipefail
 # NVLink multicast (NVLS) stays off for NCCL in every run (lesson 22): the machines the course is
 # measured on must not use it. A value already in the environment is kept.
@@ -38,7 +42,7 @@ for arg in "$@"; do
     --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -104,6 +108,8 @@ if [ "$SANITIZE" = 1 ]; then
 fi
 
 fails=0
+passes=0
+skips=()  # "name: reason" of each lesson that exited 77 (SKIP)
 table=()
 # Fixed-width columns first, the free-length key metric last.
 row() { table+=("$(printf '%-28s %-7s %7s  %-16s %-36s %s' "$1" "$2" "$5" "$6" "$4" "$3")"); }
@@ -116,7 +122,7 @@ for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
   if [ ! -x "$exe" ]; then pending+=("$name"$'\x1f'"FAIL"$'\x1f'"(not built)"$'\x1f'$'\x1f'); fails=$((fails+1)); continue; fi
   if [ "$SANITIZE" = 1 ]; then
-    result=PASS; detail=""
+    result=PASS; detail=""; SKIPPED_TOOLS=0
     start=$(date +%s%N)
     for tool in memcheck racecheck synccheck initcheck; do
       log="$RES/$name.$tool.log"
@@ -127,6 +133,7 @@ for name in "${lessons[@]}"; do
       # memcheck/synccheck/initcheck end with "ERROR SUMMARY: N errors",
       # racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
       summary=$(grep -m1 -oE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" || true)
+      if [ $trc = 77 ] && grep -qE '^RESULT: SKIP \(.+\)$' "$log"; then SKIPPED_TOOLS=$((SKIPPED_TOOLS+1)); fi
       if [ $trc != 0 ] || [ -z "$summary" ] || [[ "$summary" != *": 0 "* ]]; then
         result=FAIL; detail+="$tool(rc=$trc ${summary:-no summary}) "
       else
@@ -134,7 +141,11 @@ for name in "${lessons[@]}"; do
       fi
     done
     secs=$(elapsed "$start")
-    [ $result = FAIL ] && fails=$((fails+1))
+    # A lesson that cannot run here exits 77 under every tool, with its RESULT: SKIP line.
+    if [ $result = FAIL ] && [ "$SKIPPED_TOOLS" = 4 ]; then
+      result=SKIP; skips+=("$name: $(grep '^RESULT: SKIP' "$RES/$name.memcheck.log" | tail -n 1 | sed 's/^RESULT: //')")
+    fi
+    case $result in PASS) passes=$((passes+1)) ;; FAIL) fails=$((fails+1)) ;; esac
     row "$name" "$result" "${detail% }" "" "$secs" ""
     echo "$name: $result ($detail)"
     continue
@@ -161,8 +172,8 @@ for name in "${lessons[@]}"; do
   done
   last=$(grep '^RESULT:' "$log" | tail -n 1)
   case $rc in
-    0) result=PASS ;;
-    77) result=SKIP ;;
+    0) result=PASS; passes=$((passes+1)) ;;
+    77) result=SKIP; skips+=("$name: ${last#RESULT: }") ;;
     *) result=FAIL; fails=$((fails+1)) ;;
   esac
   key=$(grep '^Key result:' "$log" | tail -n 1 | sed 's/^Key result: //')
@@ -198,9 +209,10 @@ if [ ${#pending[@]} -gt 0 ]; then
     if [ "$metric" = "(not built)" ]; then row "$name" "$result" "$metric" "" "" ""; continue; fi
     frc=$(cat "$RES/$name.fault.rc" 2>/dev/null || echo none); rm -f "$RES/$name.fault.rc"
     if [ "$frc" = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
+    elif [ "$frc" = 77 ] && grep -qE '^RESULT: SKIP \(.+\)$' "$RES/$name.fault.log"; then fault="SKIP"
     else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
     row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
-    [ "$fault" = "caught (FAIL)" ] || echo "$name: fault check $fault (log $RES/$name.fault.log)"
+    [[ "$fault" == MISSED* ]] && echo "$name: fault check $fault (log $RES/$name.fault.log)"
   done
   echo "fault checks: ${#pending[@]} lesson(s) in $(elapsed "$fault_start") s, ${FAULT_JOBS:-8} at a time"
 fi
@@ -211,6 +223,10 @@ printf '%s\n' "${table[@]}" | tee "$summary_file"
 if [ ${#warnings[@]} -gt 0 ]; then
   printf '\n%s\n' "WARNING lines (a rate above its bound is a measurement error):" | tee -a "$summary_file"
   printf '  %s\n' "${warnings[@]}" | tee -a "$summary_file"
+fi
+if [ ${#skips[@]} -gt 0 ]; then
+  printf '\n%s\n' "SKIP (nothing the lesson was asked to run can run on this GPU):" | tee -a "$summary_file"
+  printf '  %s\n' "${skips[@]}" | tee -a "$summary_file"
 fi
 if [ ${#retried[@]} -gt 0 ]; then
   printf '\n%s\n' "Run twice (--check-targets): the first run missed, the table shows the second:" | tee -a "$summary_file"
@@ -226,6 +242,7 @@ if [ "$TARGETS" = 1 ]; then
   fi
 fi
 echo "run_all.sh: lessons ran in $(elapsed "$run_start") s (build not counted)" | tee -a "$summary_file"
+echo "run_all.sh: ${#lessons[@]} lesson(s): $passes PASS, ${#skips[@]} SKIP, $((${#lessons[@]} - passes - ${#skips[@]})) FAIL" |
+  tee -a "$summary_file"
 if [ $fails -gt 0 ]; then echo "run_all.sh: $fails failure(s)"; exit 1; fi
-echo "run_all.sh: all ${#lessons[@]} lesson(s) PASS"
 exit 0
