@@ -33,7 +33,8 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
 
 LESSON is a number (5, 05) or a folder name (05_stream_pipeline).
 Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check failed,
-2 bad usage or malformed markers, 77 no GPU (check).
+2 bad usage or malformed markers, 77 SKIP (check: no GPU, or the exercise's code cannot run
+on this GPU; the reason is printed).
 """
 import concurrent.futures
 import glob
@@ -292,6 +293,16 @@ def result_line(log):
     return lines[-1] if lines else "no RESULT line (exit code only)"
 
 
+def skip_reason(log):
+    """The reason of a run that exited 77: '<reason>' of its 'RESULT: SKIP (<reason>)' line."""
+    m = re.fullmatch(r"RESULT: SKIP \((.+)\)", result_line(log).strip())
+    return m.group(1) if m else "exit 77 without a RESULT: SKIP line"
+
+
+class NotHere(Exception):
+    """A timed run exited 77: what it times cannot run on this GPU (the reason)."""
+
+
 def build(build_dir, target, extra):
     os.makedirs(build_dir, exist_ok=True)
     configured = os.path.exists(os.path.join(build_dir, "CMakeCache.txt"))
@@ -377,14 +388,30 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     os.makedirs(logs, exist_ok=True)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
+    focus = shlex.split(" ".join(cm["FOCUS"]))
+    timed_args = shlex.split(" ".join(cm["GRADE_SIZE"])) + focus  # the timed runs' size and focus
+
+    # 0. The part of the lesson the exercises change, at --quick size, first: where it cannot run
+    #    on this GPU (a rung that needs a newer GPU, more shared memory, an sm_90a image), the
+    #    exercise cannot be checked here. That is a SKIP with the lesson's reason, neither a PASS
+    #    nor a FAIL, and nothing else runs.
+    focus_label = " ".join(["--quick"] + focus)
+    focus_log = os.path.join(logs, "focus.log")
+    focus_rc, focus_secs = run([mine_exe, "--quick", "--repeat=1"] + focus, focus_log)
+    if focus_rc == 77:
+        why = skip_reason(focus_log)
+        rep.update({"result": "SKIP", "why": why, "grade": None, "seconds": round(time.time() - t0, 1)})
+        print("  %-45s SKIP (%s)" % (focus_label + ":", why))
+        print("exercise: SKIP (%s): the code of this exercise cannot run on this GPU" % why)
+        write_report(json_path, rep)
+        sys.exit(77)
+
     # 1. Correctness: the lesson's own verification, at the default size and at the awkward ones,
     #    while
     # 2. compute-sanitizer memcheck and racecheck run at --quick size (restricted to the lesson's
     #    FOCUS, the part the exercises change). None of it is timed, so it shares the GPU, up to
     #    five programs at once; only where the lesson has neither FOCUS nor GRADE_SIZE is the
     #    default-size run also your first timed run, and then it runs alone, first.
-    focus = shlex.split(" ".join(cm["FOCUS"]))
-    timed_args = shlex.split(" ".join(cm["GRADE_SIZE"])) + focus  # the timed runs' size and focus
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
     for i, a in enumerate(cm["AWKWARD"], 1):
@@ -401,26 +428,25 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         for tool in tools:
             jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
                                 "--quick", "--repeat=1"] + focus, tool))
-    def skip_without_gpu(rc):
-        if rc == 77:
-            print("exercise: SKIP: the lesson found no GPU")
-            sys.exit(77)
-
     done = {}
     if not timed_args:  # the default-size run is your first timed run: alone on the GPU
         done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
-        skip_without_gpu(done["size0"][0])
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
         futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs if tag not in done}
         for tag, f in futures.items():
             done[tag] = f.result()
-    skip_without_gpu(done["size0"][0])
     ok = True
     for tag, cmd, label in jobs:
         rc, secs = done[tag]
         log = os.path.join(logs, tag + ".log")
         if tag.startswith("size"):
             line = result_line(log)
+            if rc == 77:  # this size needs what this GPU lacks (the focus run above did run): no verdict
+                why = skip_reason(log)
+                rep["checks"].append({"size": label, "pass": True, "exit": rc, "result": line,
+                                      "not_applicable": why, "seconds": round(secs, 1)})
+                print("  correctness, %-34s not applicable on this GPU (%s)" % (label + ":", why))
+                continue
             passed = rc == 0
             ok &= passed
             rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
@@ -435,10 +461,19 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
     for why in rep.get("not_run", []):
         print("  compute-sanitizer %s" % why.replace(": ", ": not run: ", 1))
+    # The focus run of step 0 is a correctness check too (after the sizes: checks[0] stays the default size).
+    focus_ok = focus_rc == 0
+    ok &= focus_ok
+    rep["checks"].append({"size": focus_label + " (run first)", "pass": focus_ok, "exit": focus_rc,
+                          "result": result_line(focus_log), "seconds": round(focus_secs, 1)})
+    print("  correctness, %-34s %s  (%s)" % (focus_label + ":", "PASS" if focus_ok else "FAIL",
+                                              "%.1f s, run first" % focus_secs if focus_ok else result_line(focus_log)))
 
     rep["result"] = "PASS" if ok else "FAIL"
+    not_here = sum(1 for c in rep["checks"] if c.get("not_applicable"))
+    every_size = "every size" + (" that runs on this GPU (%d not applicable)" % not_here if not_here else "")
     if ok and not speed:
-        print("exercise: PASS (correct at every size%s; no speed grade asked for)" % (", sanitizers clean" if sanitize else ""))
+        print("exercise: PASS (correct at %s%s; no speed grade asked for)" % (every_size, ", sanitizers clean" if sanitize else ""))
         write_report(json_path, rep)
         sys.exit(0)
     if not ok:
@@ -454,8 +489,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         rep["grade"] = "ungraded"
         rep["ungraded_why"] = UNGRADED_WHY
         rep["seconds"] = round(time.time() - t0, 1)
-        print("exercise: PASS (correct at every size%s); no speed grade: %s"
-              % (", sanitizers clean" if sanitize else "", UNGRADED_WHY))
+        print("exercise: PASS (correct at %s%s); no speed grade: %s"
+              % (every_size, ", sanitizers clean" if sanitize else "", UNGRADED_WHY))
         write_report(json_path, rep)
         sys.exit(0)
     graded = sorted(named - {"-"}) or ["key result"]
@@ -483,6 +518,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     def timed(who, path, tag):
         js = os.path.join(logs, "speed-%s.json" % tag)
         rc, secs = run([path, "--json=" + js] + timed_args, os.path.join(logs, "speed-%s.log" % tag))
+        if rc == 77:
+            raise NotHere(skip_reason(os.path.join(logs, "speed-%s.log" % tag)))
         if rc != 0:
             die("the %s run for timing failed (exit %d; logs in %s)" % ("reference" if who == "ref" else "your", rc, logs), 1)
         take(who, js)
@@ -492,18 +529,29 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     #    The lesson's FOCUS flags (a --rung, a --mode) leave out what the exercises do not touch,
     #    its GRADE_SIZE makes a long run shorter; without either, your default-size run above is
     #    your first timed run.
-    if timed_args:
-        first = timed("ref", ref_exe, "ref-0")
-    else:
-        take("mine", os.path.join(logs, "default.json"))
-        first = rep["checks"][0]["seconds"]
-    taken = "ref" if timed_args else "mine"  # whose first run that was
-    if runs is None:
-        runs = 3 if first <= 1.5 else 2
-    for r in range(runs):
-        for who, path in (("ref", ref_exe), ("mine", mine_exe)):
-            if r > 0 or who != taken:
-                timed(who, path, "%s-%d" % (who, r))
+    try:
+        if timed_args:
+            first = timed("ref", ref_exe, "ref-0")
+        elif rep["checks"][0].get("not_applicable"):
+            raise NotHere(rep["checks"][0]["not_applicable"])
+        else:
+            take("mine", os.path.join(logs, "default.json"))
+            first = rep["checks"][0]["seconds"]
+        taken = "ref" if timed_args else "mine"  # whose first run that was
+        if runs is None:
+            runs = 3 if first <= 1.5 else 2
+        for r in range(runs):
+            for who, path in (("ref", ref_exe), ("mine", mine_exe)):
+                if r > 0 or who != taken:
+                    timed(who, path, "%s-%d" % (who, r))
+    except NotHere as e:
+        rep["grade"] = None
+        rep["not_graded"] = "the timed run cannot run on this GPU: %s" % e
+        rep["seconds"] = round(time.time() - t0, 1)
+        print("exercise: PASS (correct at %s%s); no speed grade: %s"
+              % (every_size, ", sanitizers clean" if sanitize else "", rep["not_graded"]))
+        write_report(json_path, rep)
+        sys.exit(0)
     after = gpu_state()
     rep["measurement"] = {"before": before, "after": after, "runs": runs, "args": " ".join(timed_args),
                           "how": "each run is the lesson at its default size (median of its --repeat samples)%s; "
@@ -577,15 +625,18 @@ def report_table(folder):
     print("| file | lesson | correct (sizes) | sanitizers | grade | of reference | of bound |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for p, r in reports:
-        checks = r.get("checks", [])
-        sizes = "%d/%d" % (sum(c["pass"] for c in checks), len(checks)) if checks else r.get("why", "-")
+        checks = [c for c in r.get("checks", []) if not c.get("not_applicable")]
+        not_here = len(r.get("checks", [])) - len(checks)
+        sizes = ("%d/%d" % (sum(c["pass"] for c in checks), len(checks)) +
+                 (" (%d not applicable)" % not_here if not_here else "")) if checks else r.get("why", "-")
         san = "clean" if r.get("sanitizers") and all(s["clean"] for s in r["sanitizers"]) else ("-" if not r.get("sanitizers") else "errors")
         speed = r.get("speed") or []
         ofref = min((g["of_reference"] for g in speed), default=None)
         ofb = [g["of_bound"] for g in speed if g.get("of_bound") is not None]
         print("| %s | %s | %s | %s | %s | %s | %s |" % (
             os.path.basename(p), r.get("lesson", "?"), sizes, san,
-            r.get("grade") or ("refused: " + "; ".join(r["refused"]) if r.get("refused") else "-"),
+            r.get("grade") or ("refused: " + "; ".join(r["refused"]) if r.get("refused") else
+                               "SKIP" if r.get("result") == "SKIP" else "-"),
             "%.2fx" % ofref if ofref is not None else "-", "%.1f%%" % (100 * min(ofb)) if ofb else "-"))
 
 
