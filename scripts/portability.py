@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """scripts/portability.py - what each lesson runs on each GPU class, from the runs' JSON.
 
-  scripts/portability.py summarize JSON_DIR OUT.json
+  scripts/portability.py summarize JSON_DIR OUT.json [COMMIT]
       Folds the reports of `scripts/test.sh --portable` (JSON_DIR = build/portable:
       NN_name.<class>.json, each lesson's --quick run with LESSON_GPU_LIMITS=<class>,
       sm_90 the plain run) into one summary: per lesson and class the result, the
       SKIP reason, and the report's notes that say what was skipped (" skipped: ") or
-      that a smaller configuration was used ("stages", "instead"); the GPU it ran on.
-      Commit it as docs/results/portable.json.
+      that a smaller configuration was used ("stages", "instead", " runs as "); the GPU it ran on.
+      COMMIT (default: this checkout's HEAD) names the code that ran. Commit it as
+      docs/results/portable.json.
 
   scripts/portability.py table [SUMMARY.json]
       Prints the Markdown table lesson x class, with numbered notes for the reasons.
@@ -32,6 +33,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,10 +63,10 @@ def load(path):
 
 def kept_notes(report):
     """The notes that say what did not run here, or what ran smaller than the lesson's default."""
-    return [n for n in report.get("notes", []) if " skipped: " in n or "stages" in n or "instead" in n]
+    return [n for n in report.get("notes", []) if " skipped: " in n or "stages" in n or "instead" in n or " runs as " in n]
 
 
-def summarize(json_dir, out):
+def summarize(json_dir, out, commit):
     known = [c for c, _ in CLASSES]
     lessons, devices = {}, set()
     for path in sorted(glob.glob(os.path.join(json_dir, "*.json"))):
@@ -94,6 +96,7 @@ def summarize(json_dir, out):
         die("the reports in %s come from more than one GPU: %s" % (json_dir, ", ".join(sorted(devices))))
     summary = {"device": devices.pop() if devices else "unknown",
                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+               "commit": commit,
                "how": "scripts/test.sh --portable: each lesson's --quick run with LESSON_GPU_LIMITS=<class> "
                       "(sm_90: unset, the plain run)",
                "lessons": lessons}
@@ -136,9 +139,9 @@ def table(summary):
             footnotes.append(text)
         return "[%d]" % (footnotes.index(text) + 1)
 
-    lines = ["Measured on %s, %s (`scripts/test.sh --portable`; each column is the lesson's `--quick` run with "
-             "`LESSON_GPU_LIMITS` set to the class, %s without it)." % (summary.get("device", "?"),
-                                                                          summary.get("date", "?"), PLAIN), ""]
+    lines = ["Measured on %s, %s, commit %s (`scripts/test.sh --portable`; each column is the lesson's `--quick` "
+             "run with `LESSON_GPU_LIMITS` set to the class, %s without it)." % (
+                 summary.get("device", "?"), summary.get("date", "?"), summary.get("commit", "?"), PLAIN), ""]
     lines.append("| lesson |" + "".join(" %s (%s) |" % c for c in CLASSES))
     lines.append("|---|" + "---|" * len(CLASSES))
     for lesson in sorted(summary["lessons"]):
@@ -231,9 +234,11 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     cmd, args = argv[1], argv[2:]
     if cmd == "summarize":
-        if len(args) != 2 or not os.path.isdir(args[0]):
-            die("usage: portability.py summarize JSON_DIR OUT.json (JSON_DIR: build/portable)")
-        summarize(args[0], args[1])
+        if len(args) not in (2, 3) or not os.path.isdir(args[0]):
+            die("usage: portability.py summarize JSON_DIR OUT.json [COMMIT] (JSON_DIR: build/portable)")
+        commit = args[2] if len(args) == 3 else subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        summarize(args[0], args[1], commit or "unknown")
         return 0
     if cmd == "quick-table":
         flags = [a for a in args if a.startswith("--")]
