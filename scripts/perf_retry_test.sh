@@ -7,12 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-expect() {  # expect WHAT WANTED_RC GOT_RC [OUTPUT PATTERN]
-  if [ "$3" != "$2" ]; then echo "FAIL: $1: exit $3, expected $2"; fails=$((fails+1)); return; fi
-  if [ $# -ge 5 ] && ! grep -qE -- "$5" "$4"; then echo "FAIL: $1: no line matching '$5'"; fails=$((fails+1)); return; fi
-  echo "ok: $1"
-}
+. scripts/expect_lib.sh
 # A fake lesson: its Nth run prints the Nth word of RUNS (met, miss, warn; fake's second
 # argument, else the environment's), counted in a file.
 fake() {

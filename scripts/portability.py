@@ -36,6 +36,8 @@ import re
 import subprocess
 import sys
 
+import generated_block  # scripts/generated_block.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY = os.path.join(ROOT, "docs", "results", "portable.json")
 SETUP = os.path.join(ROOT, "docs", "setup.md")
@@ -189,14 +191,9 @@ def summary_or_skip(path):
 
 def render(summary):
     try:
-        text = open(SETUP).read()
-    except OSError as e:
-        die("cannot read %s: %s" % (SETUP, e))
-    if MARK_BEGIN not in text or MARK_END not in text:
-        die("%s has no %s ... %s markers" % (SETUP, MARK_BEGIN, MARK_END))
-    head, rest = text.split(MARK_BEGIN, 1)
-    _, tail = rest.split(MARK_END, 1)
-    return text, head + MARK_BEGIN + "\n" + table(summary) + "\n" + MARK_END + tail
+        return generated_block.replace_between(SETUP, MARK_BEGIN, MARK_END, table(summary))
+    except ValueError as e:
+        die(str(e))
 
 
 def quick_cell(report):

@@ -8,12 +8,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-expect() {  # expect WHAT WANTED_RC GOT_RC [OUTPUT PATTERN]
-  if [ "$3" != "$2" ]; then echo "FAIL: $1: exit $3, expected $2"; fails=$((fails+1)); return; fi
-  if [ $# -ge 5 ] && ! grep -qE -- "$5" "$4"; then echo "FAIL: $1: no line matching '$5'"; fails=$((fails+1)); return; fi
-  echo "ok: $1"
-}
+. scripts/expect_lib.sh
 printf '#!/bin/sh\necho "GPU 0: fake"\n' >"$tmp/gpu"
 printf '#!/bin/sh\necho "no usable CUDA device"\nexit 77\n' >"$tmp/nogpu"
 # The fake lesson: --mode=X decides what this run does; --json=F writes a report naming the class.
