@@ -1,10 +1,12 @@
 // CPU tests of verify/reduction.h: the compensated reference sum against sums
 // whose exact value is known, the float error bound against float sums taken in
-// the orders the GPU rungs use, and the exact integer sum.
+// the orders the GPU rungs use, the exact integer sum, and the exact float sums
+// of integer-valued inputs (every partial sum a float) against planted wrong sums.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/random.h"
@@ -230,4 +232,86 @@ TEST_CASE("check_same_bits: floats and int64", "[reduction]") {
     const lesson::Check off = verify::check_same_bits(-123456789011LL, -123456789012LL, "int64 off by one");
     CHECK_FALSE(off.pass);
     CHECK(off.max_abs == 1.0);
+}
+
+TEST_CASE("exact floats: 1 or 2, equal to the ints, deterministic, exactly summable at the largest n", "[reduction]") {
+    static_assert(2 * verify::kExactFloatMaxN < uint64_t(verify::kFloatExactIntegers), "n * max |x| < 2^24");
+    // 2^24 is the last integer before floats skip one: 2^24 + 1 is not a float.
+    CHECK(static_cast<float>(verify::kFloatExactIntegers) == 16777216.0f);
+    CHECK(static_cast<double>(static_cast<float>(verify::kFloatExactIntegers + 1)) != 16777217.0);
+    const size_t n = verify::kExactFloatMaxN;
+    std::vector<float> f(n), g(n);
+    std::vector<int32_t> ints(n);
+    verify::fill_exact_floats(f.data(), ints.data(), n, 2027);
+    verify::fill_exact_floats(g.data(), nullptr, n, 2027);
+    CHECK(f == g);
+    size_t ones = 0, other = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ones += ints[i] == 1;
+        other += !(ints[i] == 1 || ints[i] == 2) || f[i] != static_cast<float>(ints[i]);
+    }
+    CHECK(other == 0);
+    CHECK(ones > n / 2 - n / 100);  // both values, about half each
+    CHECK(ones < n / 2 + n / 100);
+    verify::fill_exact_floats(g.data(), nullptr, 1000, 2028);
+    CHECK(!std::equal(g.begin(), g.begin() + 1000, f.begin()));  // another seed, other values
+    const verify::ExactSum s = verify::exact_sum(ints.data(), n);
+    CHECK(s.sum == s.sum_abs);
+    CHECK(s.sum == static_cast<int64_t>(n + (n - ones)));
+    CHECK(verify::float_sums_exact(s));
+    // The orders of the rungs (left to right is the longest chain there is), all exact.
+    const float want = static_cast<float>(s.sum);
+    uint64_t depth = 0;
+    CHECK(verify::check_exact_float_sum(recursive_sum(f.data(), n), s, "left to right").pass);
+    CHECK(verify::check_exact_float_sum(pairwise_sum(f.data(), n), s, "pairwise").pass);
+    CHECK(verify::check_exact_float_sum(grid_stride_sum(f.data(), n, 1056 * 256, &depth), s, "grid stride").pass);
+    CHECK(recursive_sum(f.data(), n) == want);
+}
+
+TEST_CASE("check_exact_float_sum: planted wrong sums fail, the premise is checked", "[reduction]") {
+    const size_t n = 1000003;  // n % 4 = 3: the ragged end of rungs 7 and 8
+    std::vector<float> f(n);
+    std::vector<int32_t> ints(n);
+    verify::fill_exact_floats(f.data(), ints.data(), n, 5);
+    const verify::ExactSum s = verify::exact_sum(ints.data(), n);
+    uint64_t depth = 0;
+    const float right = grid_stride_sum(f.data(), n, 2048, &depth);
+    const lesson::Check ok = verify::check_exact_float_sum(right, s, "right");
+    CHECK(ok.pass);
+    CHECK(ok.max_abs == 0.0);
+    // One input dropped, one counted twice, the sum off by one, the ragged end dropped,
+    // one block of 256 dropped: every one is a different integer, so it fails.
+    CHECK_FALSE(verify::check_exact_float_sum(right - f[12345], s, "one dropped").pass);
+    CHECK_FALSE(verify::check_exact_float_sum(right + f[n - 1], s, "one twice").pass);
+    const lesson::Check off = verify::check_exact_float_sum(right + 1.0f, s, "off by one");
+    CHECK_FALSE(off.pass);
+    CHECK(off.max_abs == 1.0);
+    CHECK(off.first_bad == 0);
+    CHECK_FALSE(verify::check_exact_float_sum(recursive_sum(f.data(), n - n % 4), s, "ragged end dropped").pass);
+    CHECK_FALSE(
+        verify::check_exact_float_sum(right - recursive_sum(f.data() + 256 * 100, 256), s, "a block dropped").pass);
+    CHECK_FALSE(verify::check_exact_float_sum(std::nanf(""), s, "NaN").pass);
+    CHECK_FALSE(verify::check_exact_float_sum(INFINITY, s, "Inf").pass);
+    CHECK_FALSE(verify::check_exact_float_sum(2.0f * right + 1.0f, s, "--inject-fault").pass);
+    // Inputs whose float sums need not be exact: the check refuses to pass even the right bits.
+    const verify::ExactSum too_big{s.sum, verify::kFloatExactIntegers + 1};
+    const lesson::Check premise = verify::check_exact_float_sum(right, too_big, "premise");
+    CHECK_FALSE(premise.pass);
+    CHECK(premise.what.find("not exactly summable") != std::string::npos);
+}
+
+TEST_CASE("exact floats catch what the float bound cannot: 600 inputs dropped at n = 2^28", "[reduction]") {
+    // The lesson's float input at n = 2^28 (mean 1, sum |x| about 1.25 n) and rung 3's depth 32:
+    // the bound is about 640, so a sum that lost 600 inputs of value about 1 passes it.
+    const double n = 268435456.0;
+    const verify::SumReference ref{n, 1.25 * n};
+    CHECK(verify::float_sum_bound(32, ref.sum_abs) > 600.0);
+    CHECK(verify::check_float_sum(ref.sum - 600.0, ref, 32, "600 inputs dropped").pass);
+    // The exact input: losing even one input is a different integer.
+    std::vector<float> f(1 << 20);
+    std::vector<int32_t> ints(f.size());
+    verify::fill_exact_floats(f.data(), ints.data(), f.size(), 2027);
+    const verify::ExactSum s = verify::exact_sum(ints.data(), ints.size());
+    CHECK(verify::check_exact_float_sum(pairwise_sum(f.data(), f.size()), s, "all").pass);
+    CHECK_FALSE(verify::check_exact_float_sum(pairwise_sum(f.data(), f.size() - 1), s, "one dropped").pass);
 }

@@ -1,10 +1,12 @@
 // CPU tests of verify/scan.h: the references of lesson 15 (int and float
 // scans, per-tile scans, compaction), its checks, the float error bound, and
 // the CPU models of the Hillis-Steele and Blelloch rungs.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/random.h"
@@ -274,4 +276,146 @@ TEST_CASE("bank-conflict model: the Blelloch tree with and without padding", "[s
         CHECK_FALSE(used[p]);
         used[p] = true;
     }
+}
+
+namespace {
+// A float scan in the order of a single-pass look-back scan (rung 5's shape): each tile of
+// `tile` elements scanned on its own, then its prefix = the previous tile's prefix plus the
+// previous tile's total. `prefix_of` says what a tile's prefix becomes after it went through
+// the status word (the right code: itself).
+template <class PrefixOf>
+std::vector<float> tiled_scan(const std::vector<float>& in, bool exclusive, uint64_t tile, PrefixOf prefix_of) {
+    const uint64_t n = in.size();
+    std::vector<float> out(n);
+    float prefix = 0.0f;
+    for (uint64_t t0 = 0; t0 < n; t0 += tile) {
+        const float p = prefix_of(prefix);
+        float local = 0.0f;
+        for (uint64_t i = t0; i < std::min(n, t0 + tile); ++i) {
+            if (exclusive) out[i] = p + local;
+            local += in[i];
+            if (!exclusive) out[i] = p + local;
+        }
+        prefix = prefix + local;
+    }
+    return out;
+}
+// The exact input: integer-valued floats (1 or 2), their integers, the int scan, the exact sum.
+struct ExactInput {
+    std::vector<float> f;
+    std::vector<int32_t> ints, incl;
+    verify::ExactSum sum;
+};
+ExactInput exact_input(uint64_t n, uint64_t seed) {
+    ExactInput e;
+    e.f.resize(n);
+    e.ints.resize(n);
+    e.incl.resize(n);
+    verify::fill_exact_floats(e.f.data(), e.ints.data(), n, seed);
+    verify::inclusive_scan_reference(e.ints.data(), e.incl.data(), n);
+    e.sum = verify::exact_sum(e.ints.data(), n);
+    return e;
+}
+}  // namespace
+
+TEST_CASE("check_exact_float_scan: every order of a scan is exact, at the largest n too", "[scan]") {
+    const uint64_t tile = 4096;  // rung 5's tile
+    for (uint64_t n : {uint64_t(1), uint64_t(1000003), verify::kExactFloatMaxN}) {
+        const ExactInput e = exact_input(n, 2028);
+        INFO("n = " << n);
+        REQUIRE(verify::float_sums_exact(e.sum));
+        for (bool exclusive : {false, true}) {
+            const std::vector<float> tiled = tiled_scan(e.f, exclusive, tile, [](float p) { return p; });
+            std::vector<float> seq(n);  // left to right: the longest chains
+            float s = 0.0f;
+            for (uint64_t i = 0; i < n; ++i) {
+                if (exclusive) seq[i] = s;
+                s += e.f[i];
+                if (!exclusive) seq[i] = s;
+            }
+            const lesson::Check c =
+                verify::check_exact_float_scan(tiled.data(), e.incl.data(), n, exclusive, e.sum, "t");
+            CHECK(c.pass);
+            CHECK(c.checked == n);
+            CHECK(verify::check_exact_float_scan(seq.data(), e.incl.data(), n, exclusive, e.sum, "seq").pass);
+        }
+    }
+}
+
+TEST_CASE("check_exact_float_scan: planted look-back and indexing bugs fail", "[scan]") {
+    // 400 tiles of 4096: the look-back crosses many 32-tile windows; the last tile is partial.
+    const uint64_t tile = 4096, n = 400 * tile - 1;
+    const ExactInput e = exact_input(n, 2027);
+    const auto right = [](float p) { return p; };
+    for (bool exclusive : {false, true}) {
+        INFO("exclusive = " << exclusive);
+        std::vector<float> got = tiled_scan(e.f, exclusive, tile, right);
+        REQUIRE(verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "right").pass);
+        // One element off by one.
+        got[300000] += 1.0f;
+        lesson::Check c = verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "one off");
+        CHECK_FALSE(c.pass);
+        CHECK(c.bad_count == 1);
+        CHECK(c.first_bad == 300000);
+        CHECK(c.max_abs == 1.0);
+        // The tile prefix dropped (a segmented scan): wrong from the second tile on.
+        got = tiled_scan(e.f, exclusive, tile, [](float) { return 0.0f; });
+        c = verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "prefix dropped");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == int64_t(tile));
+        CHECK(c.bad_count == n - tile);
+        // The prefix packed into the status word by value conversion (flag | unsigned(v)) and
+        // read back as float bits: a denormal instead of the prefix.
+        got = tiled_scan(e.f, exclusive, tile, [](float p) {
+            const uint32_t bits = static_cast<uint32_t>(p);
+            float v;
+            std::memcpy(&v, &bits, sizeof v);
+            return v;
+        });
+        c = verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "packed by value");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == int64_t(tile));
+        // The prefix added twice past tile 40 (a look-back that walks a window twice).
+        got = tiled_scan(e.f, exclusive, tile, [](float p) { return p > 40 * 4096 * 2 ? 2 * p : p; });
+        CHECK_FALSE(verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "twice").pass);
+        // Zeros from element 16384 on (tiles never written, or written as 0).
+        got = tiled_scan(e.f, exclusive, tile, right);
+        std::fill(got.begin() + 16384, got.end(), 0.0f);
+        c = verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "zeros");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == 16384);
+        // The poison (NaN) left in the last element.
+        got = tiled_scan(e.f, exclusive, tile, right);
+        got[n - 1] = std::numeric_limits<float>::quiet_NaN();
+        c = verify::check_exact_float_scan(got.data(), e.incl.data(), n, exclusive, e.sum, "poison");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == int64_t(n - 1));
+    }
+    // Inclusive passed as exclusive: off by one place everywhere.
+    const std::vector<float> incl = tiled_scan(e.f, false, tile, right);
+    CHECK_FALSE(verify::check_exact_float_scan(incl.data(), e.incl.data(), n, true, e.sum, "shifted").pass);
+    // Inputs whose float sums need not be exact: even the right bits do not pass.
+    const verify::ExactSum too_big{e.sum.sum, verify::kFloatExactIntegers + 1};
+    const lesson::Check c = verify::check_exact_float_scan(incl.data(), e.incl.data(), n, false, too_big, "premise");
+    CHECK_FALSE(c.pass);
+    CHECK(c.what.find("not exactly summable") != std::string::npos);
+}
+
+TEST_CASE("check_float_scan's bound cannot see zeros after element 16384, the exact check can", "[scan]") {
+    // The lesson's float input (uniform in [-1, 1), mean 0) and CUB's tolerance at n = 2^28:
+    // |prefix| grows like sqrt(i), the bound like i, so all zeros from 16384 on pass the bound.
+    const uint64_t n = 1 << 17, big = uint64_t(1) << 28;
+    std::vector<float> in(n);
+    verify::fill_uniform(in.data(), n, 2028);
+    std::vector<double> ref(n);
+    verify::inclusive_scan_reference(in.data(), ref.data(), n);
+    std::vector<float> got(n, 0.0f);
+    float s = 0.0f;
+    for (uint64_t i = 0; i < 16384; ++i) got[i] = (s += in[i]);
+    const double tol = verify::scan_float_tolerance(64 + 3 * ((big + 1023) / 1024), big);
+    CHECK(verify::check_float_scan(got.data(), in.data(), ref.data(), n, false, tol, "zeros, bound").pass);
+    const ExactInput e = exact_input(n, 2028);
+    got = tiled_scan(e.f, false, 4096, [](float p) { return p; });
+    std::fill(got.begin() + 16384, got.end(), 0.0f);
+    CHECK_FALSE(verify::check_exact_float_scan(got.data(), e.incl.data(), n, false, e.sum, "zeros, exact").pass);
 }

@@ -12,6 +12,10 @@
 //    gamma_d = d u / (1 - d u), u = 2^-24 for float rounding to nearest.
 //  - check_float_sum / check_same_bits: a GPU sum as a lesson::Check (one
 //    value: checked = 1, first bad index 0 when it fails).
+//  - fill_exact_floats / exact_sum / check_exact_float_sum: integer-valued
+//    floats whose every partial sum is a float, so that any order of float
+//    additions is exact and the sum must be the int64 sum to the bit: the
+//    check that every input was added exactly once.
 // Host-only, no CUDA.
 #pragma once
 #include <cmath>
@@ -173,6 +177,79 @@ inline void fill_int32(int32_t* p, size_t n, uint64_t seed, int bits = 28) {
             p[i] = static_cast<int32_t>(static_cast<int64_t>(h >> (64 - bits)) - half);
         }
     });
+}
+
+// ---------------------------------------------------------------- exactly summable floats
+
+// Every integer of magnitude at most 2^24 is a float (24-bit significand). If the inputs are
+// integers with sum |x_i| <= 2^24, every partial sum any algorithm forms - the sum of some of
+// the inputs, in any order and any grouping, one pass or several - is an integer of magnitude
+// <= 2^24: each float addition on the way is exact, and the float sum IS the integer sum. So
+// a correct kernel gives the exact int64 sum to the bit, and a kernel that drops an input,
+// reads one twice or reads the wrong one gives another number (no rounding to hide it in).
+constexpr int64_t kFloatExactIntegers = int64_t(1) << 24;
+
+// The inputs of the exact checks are 1 or 2: n * 2 < 2^24 keeps sum |x_i| inside the limit
+// above whatever the values are. They are positive, so errors cannot cancel: an input dropped
+// or counted twice moves the sum by at least 1, and the sum of any part of the array is
+// larger than the sum of any part inside it.
+constexpr uint64_t kExactFloatMaxN = (uint64_t(1) << 23) - 1;
+
+// 1 or 2, a pure function of (seed, index) like verify::fill_uniform.
+inline int32_t exact_float_value(uint64_t seed, uint64_t i) {
+    return 1 + static_cast<int32_t>(splitmix64(seed * 0x9E3779B97F4A7C15ull + splitmix64(i ^ 0xE4AC7ull)) >> 63);
+}
+
+// floats[i] = exact_float_value(seed, i) and, where ints is not null, ints[i] the same value
+// as an int32 (the input of the integer reference), on all host cores.
+inline void fill_exact_floats(float* floats, int32_t* ints, size_t n, uint64_t seed) {
+    parallel_blocks(n, items_per_block(1), [=](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i) {
+            const int32_t v = exact_float_value(seed, i);
+            floats[i] = static_cast<float>(v);
+            if (ints != nullptr) ints[i] = v;
+        }
+    });
+}
+
+// The exact sum of integer inputs, and the sum of their magnitudes (which decides whether
+// float sums of them are exact).
+struct ExactSum {
+    int64_t sum = 0;
+    int64_t sum_abs = 0;
+};
+inline ExactSum exact_sum(const int32_t* x, size_t n) {
+    const std::vector<ExactSum> parts = block_partials<ExactSum>(n, kSumBlock, [&](uint64_t begin, uint64_t end) {
+        ExactSum s;
+        for (uint64_t i = begin; i < end; ++i) {
+            s.sum += x[i];
+            s.sum_abs += x[i] < 0 ? -int64_t(x[i]) : int64_t(x[i]);
+        }
+        return s;
+    });
+    ExactSum s;
+    for (const ExactSum& p : parts) {
+        s.sum += p.sum;
+        s.sum_abs += p.sum_abs;
+    }
+    return s;
+}
+
+// Whether every float sum of these inputs, in any order, is exact.
+inline bool float_sums_exact(const ExactSum& inputs) { return inputs.sum_abs <= kFloatExactIntegers; }
+
+// The check of a float sum of integer inputs: the very bits of the int64 sum as a float
+// (tolerance 0; NaN and Inf fail). Where the inputs do not meet the premise (sum |x| > 2^24)
+// the check fails and says so: an exact comparison would then be wrong about correct kernels.
+inline lesson::Check check_exact_float_sum(float gpu, const ExactSum& inputs, const std::string& what) {
+    lesson::Check c = check_same_bits(gpu, static_cast<float>(inputs.sum), what);
+    if (!float_sums_exact(inputs)) {
+        c.what += " (inputs not exactly summable in float: sum |x| > 2^24)";
+        c.pass = false;
+        c.bad_count = 1;
+        c.first_bad = 0;
+    }
+    return c;
 }
 
 }  // namespace verify

@@ -10,6 +10,12 @@
 // reference under a bound derived from how many roundings the GPU's order of
 // additions puts on each input (scan_float_tolerance).
 //
+// The float check within a bound cannot see an error smaller than the bound,
+// and the bound grows along the array. check_exact_float_scan is the exact
+// test of the float code: integer-valued inputs whose every partial sum is a
+// float (verify/reduction.h, fill_exact_floats), so every scan order is exact
+// and every element must be the very bits of the integer scan.
+//
 // The references run on all host cores in fixed blocks (verify/parallel.h): a
 // block's sums, then the blocks' running totals, then each block again. The
 // block size is fixed, so the double reference has the same bits on any
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 #include "common/report.h"
+#include "verify/compare.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
 #include "verify/reduction.h"
@@ -262,6 +269,27 @@ inline lesson::Check check_float_scan(const float* gpu, const float* in, const d
 inline lesson::Check check_float_scan(const float* gpu, const float* in, const double* incl, uint64_t n, bool exclusive,
                                       double tol, const std::string& what) {
     return check_float_scan(gpu, in, incl, n, exclusive, tol, abs_sums_before_blocks(in, n), what);
+}
+
+// Exact check of a float scan of integer inputs: `incl` is inclusive_scan_reference of the
+// integers, `inputs` their exact_sum (verify/reduction.h). Where sum |x| <= 2^24, every sum
+// of inputs that any scan algorithm forms (a tile's total, a look-back window, a prefix plus
+// a tile's offsets...) is an integer a float holds exactly, so the float scan must be the
+// integer scan as floats, bit for bit, at every element (exclusive: incl[i - 1], and +0 at
+// element 0). A prefix dropped, taken twice or packed wrong, a tile left unwritten or
+// written as zeros, one element off by one: each shows, at every element it touches. Where
+// the premise does not hold the check fails and says so.
+inline lesson::Check check_exact_float_scan(const float* gpu, const int32_t* incl, uint64_t n, bool exclusive,
+                                            const ExactSum& inputs, const std::string& what) {
+    lesson::Check c = check_exact(
+        gpu, n, [=](uint64_t i) { return static_cast<float>(!exclusive ? incl[i] : (i == 0 ? 0 : incl[i - 1])); },
+        what);
+    if (!float_sums_exact(inputs)) {
+        c.what += " (inputs not exactly summable in float: sum |x| > 2^24)";
+        c.pass = false;
+        if (c.first_bad < 0) c.first_bad = 0, c.bad_count = 1;
+    }
+    return c;
 }
 
 // Check of a compaction: the count, and every kept element in order, exactly.
