@@ -17,7 +17,9 @@
 // value is left. cub::DeviceReduce::Sum on the same floats is the yardstick.
 // Every sum is checked against a compensated double sum on the CPU, within the error
 // bound of its own summation order; rungs 7 and 8 also sum int32 values into int64,
-// which must match the CPU bit for bit. See README.md.
+// which must match the CPU bit for bit; and every rung and CUB sum integer-valued
+// floats whose every partial sum is exact, so that they too must match the int64
+// sum bit for bit. See README.md.
 //
 // Lesson 14 of the course: shared memory and banks come from lessons 06 and 12, the
 // ladder from lessons 12 and 13. Next: lesson 15 (scan).
@@ -315,7 +317,41 @@ int main(int argc, char** argv) {
         if (k == kRung8) int_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch(s); });
     }
 
-    // 8. Free device memory.
+    // 8. Exactly summable floats: every rung run above and CUB once more, on integers 1 and 2
+    //    as floats, min(n, 2^23 - 1) of them. Every partial sum that any order of additions
+    //    forms is then an integer of at most 2^24, which a float holds exactly (verify/reduction.h),
+    //    so every sum must be the int64 sum to the bit. Section 4's bound allows an error of
+    //    hundreds at n = 2^28; this check allows none: a rung that skips or repeats one input
+    //    fails it. The floats of sections 4-6 are done with: d_in takes the new input.
+    {
+        verify::host_vector<float>().swap(h_in);  // the host copies are done with too
+        verify::host_vector<int32_t>().swap(h_ints);
+        const size_t m = std::min<size_t>(N, verify::kExactFloatMaxN);
+        verify::host_vector<float> h_exact(m);
+        verify::host_vector<int32_t> h_exact_ints(m);
+        verify::fill_exact_floats(h_exact.data(), h_exact_ints.data(), m, uint64_t(opt.seed) + 2);
+        const verify::ExactSum exact = verify::exact_sum(h_exact_ints.data(), m);
+        CUDA_CHECK(cudaMemcpy(d_in, h_exact.data(), m * sizeof(float), cudaMemcpyHostToDevice));
+        const std::string of = ", floats 1 and 2, n=" + size_text(int64_t(m)) + ": the int64 sum's bits";
+        for (int k = 0; k < kRungCount; ++k) {
+            if (!selected(k)) continue;
+            poison();
+            const RungRun run = run_rung(kRungs[k], d_in, m, d_a, d_b, Scratch<float>{d_partials, d_counter, grid[k]});
+            float sum = copy_out(run.d_sum);
+            if (opt.inject_fault) verify::inject_fault(&sum, 1, uint64_t(opt.seed));
+            report.check(verify::check_exact_float_sum(sum, exact, kRungs[k].name + of));
+        }
+        size_t exact_temp_bytes = 0;  // CUB's two calls again, for this n
+        void* d_exact_temp = nullptr;
+        CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, exact_temp_bytes, d_in, d_cub_sum, int(m)));
+        CUDA_CHECK(cudaMalloc(&d_exact_temp, exact_temp_bytes));
+        CUDA_CHECK(cudaMemset(d_cub_sum, 0xFF, sizeof(float)));
+        CUDA_CHECK(cub::DeviceReduce::Sum(d_exact_temp, exact_temp_bytes, d_in, d_cub_sum, int(m)));
+        report.check(verify::check_exact_float_sum(copy_out(d_cub_sum), exact, "cub::DeviceReduce::Sum" + of));
+        CUDA_CHECK(cudaFree(d_exact_temp));
+    }
+
+    // 9. Free device memory.
     CUDA_CHECK(cudaFree(d_temp));
     CUDA_CHECK(cudaFree(d_counter));
     CUDA_CHECK(cudaFree(d_cub_sum));
