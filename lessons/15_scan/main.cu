@@ -20,7 +20,9 @@
 // scan); rungs 4, 5 and CUB scan the whole array, int32 and float. Every
 // element of every result is checked against a CPU reference (verify/scan.h):
 // ints exactly, floats within the worst-case rounding error of the rung's
-// order of additions. See README.md.
+// order of additions, and floats once more on integer values (1 and 2, at
+// most 2^23 - 1 of them) whose every partial sum is exact: bit for bit
+// against the int scan. See README.md.
 //
 // Run: ./build/bin/scan                      n = 2^28, every rung
 //      ./build/bin/scan --rung=5 --n=1000003
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
     const size_t N = static_cast<size_t>(n), bytes = N * 4;
     const std::string size_flag = "--n=" + std::to_string(n);
     const bool floats = rung == 0 || rung == 4 || rung == 5, compaction = rung == 0 || rung == 5;
+    const size_t n_exact = std::min<size_t>(N, verify::kExactFloatMaxN);  // Part 3's exact float scans
     // Host: input and references (12n bytes pageable) and one pinned output (4n) at a time.
     lesson::require_host_memory(4 * bytes, "pageable and pinned", size_flag);
 
@@ -174,14 +177,16 @@ int main(int argc, char** argv) {
     work_bytes = std::max(work_bytes, b);
     CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const unsigned*)nullptr, (unsigned*)nullptr, unsigned(N)));
     work_bytes = std::max(work_bytes, b);
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(N)));
-    work_bytes = std::max(work_bytes, b);
-    CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(N)));
-    work_bytes = std::max(work_bytes, b);
+    for (const size_t items : {N, n_exact}) {  // Part 3 scans floats at both sizes
+        CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
+        work_bytes = std::max(work_bytes, b);
+        CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
+        work_bytes = std::max(work_bytes, b);
+    }
     CUDA_CHECK(cub::DeviceSelect::If(nullptr, b, (int*)nullptr, (int*)nullptr, (unsigned long long*)nullptr, int64_t(N),
                                      keep));
     work_bytes = std::max(work_bytes, b);
-    for (const Rung& r : kRungs) work_bytes = std::max(work_bytes, r.workspace_bytes(N));
+    for (const Rung& r : kRungs) work_bytes = std::max({work_bytes, r.workspace_bytes(N), r.workspace_bytes(n_exact)});
     // in, out, flags, kept (the float part reuses the same room after the int part).
     lesson::require_device_memory(4 * bytes + work_bytes + 8, size_flag);
 
@@ -302,6 +307,43 @@ int main(int argc, char** argv) {
                               report.check(verify::check_float_scan(got, h_in.data(), h_ref.data(), N, exclusive, tol,
                                                                     abs_before, what));
                           });
+
+        // The exact float test: integers 1 and 2 as floats, n_exact = min(n, 2^23 - 1) of them.
+        // Every sum of inputs that any scan forms (a tile's total, a look-back window, a prefix
+        // plus an offset) is then an integer of at most 2^24, which a float holds exactly
+        // (verify/scan.h), so every element of every float scan must be the int scan's value,
+        // bit for bit. The bound above grows along the array, and a prefix error below it
+        // passes there; here nothing does. The new input replaces the old in d_in.
+        verify::host_vector<float>().swap(h_in);  // checked: the host buffers are done with
+        verify::host_vector<double>().swap(h_ref);
+        const size_t m = n_exact;
+        verify::host_vector<float> h_exact(m);
+        verify::host_vector<int32_t> h_exact_ints(m), h_exact_ref(m);
+        verify::fill_exact_floats(h_exact.data(), h_exact_ints.data(), m, opt.seed + 2);
+        cpu.reset();
+        verify::inclusive_scan_reference(h_exact_ints.data(), h_exact_ref.data(), m);
+        const verify::ExactSum exact = verify::exact_sum(h_exact_ints.data(), m);
+        cpu_ms += cpu.ms();
+        float* h_got = static_cast<float*>(h_out);
+        verify::parallel_copy(h_got, h_exact.data(), m);
+        CUDA_CHECK(cudaMemcpy(d_in, h_got, m * sizeof(float), cudaMemcpyHostToDevice));
+        bool injected_exact = false;
+        for (bool exclusive : {true, false})
+            for (int r = -1; r < kRungCount; ++r) {  // -1: CUB, then the float rungs
+                const Rung* fr = r < 0 ? nullptr : &kRungs[r];
+                if (fr != nullptr && (fr->scan_float == nullptr || (rung != 0 && rung != r + 1))) continue;
+                CUDA_CHECK(cudaMemset(d_out, 0xFF, m * sizeof(float)));
+                if (fr != nullptr) fr->scan_float(d_in, d_out, m, exclusive, d_work, 0);
+                else cub_scan(d_in, d_out, m, exclusive, d_work, work_bytes);
+                CUDA_CHECK(cudaMemcpy(h_got, d_out, m * sizeof(float), cudaMemcpyDeviceToHost));  // waits
+                if (opt.inject_fault && !injected_exact && fr != nullptr)
+                    injected_exact = verify::inject_fault(h_got, m, opt.seed) < m;
+                const std::string what = std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +
+                                         (fr ? fr->name : "cub::DeviceScan") +
+                                         ", floats 1 and 2, n=" + std::to_string(m) +
+                                         ": every element, the int scan's bits";
+                report.check(verify::check_exact_float_scan(h_got, h_exact_ref.data(), m, exclusive, exact, what));
+            }
         CUDA_CHECK(cudaFree(d_in));
         CUDA_CHECK(cudaFree(d_out));
     }
@@ -337,7 +379,9 @@ int main(int argc, char** argv) {
     report.note(
         "int32 inputs are uniform in [-1000, 1000] and scanned as uint32 (wrap-around defined); float inputs "
         "uniform in [-1, 1). Float bound: gamma_d = d u / (1 - d u), u = 2^-24, d = the most additions any "
-        "input passes through in the rung's order (README), plus the double reference's own bound");
+        "input passes through in the rung's order (README), plus the double reference's own bound. Exact float "
+        "scans: integers 1 and 2 as floats, min(n, 2^23 - 1) of them, so that every partial sum is an integer "
+        "below 2^24 and exact in any order: each element must be the int scan's value, bit for bit");
     if (compaction)
         report.note("compaction GB/s count n elements read and the kept ones written, the least it can move");
 
