@@ -127,6 +127,162 @@ TEST_CASE("compare: inject_fault makes a passing output fail", "[compare]") {
     CHECK(c.first_bad == static_cast<int64_t>(i));
 }
 
+// Rows of very different sizes (1e-3 to 1, as early and late rows of a causal attention), and each
+// element's allowance under the one-sided criterion compare_two_approximations assumes of either side:
+// tol * (|t| + rms of t's row).
+namespace {
+struct Rows {
+    uint64_t row = 32, rows = 64;
+    std::vector<double> t, allow;
+    explicit Rows(double tol) {
+        t.resize(row * rows);
+        allow.resize(t.size());
+        std::vector<float> u(t.size());
+        verify::fill_uniform(u.data(), u.size(), 11);
+        for (uint64_t r = 0; r < rows; ++r) {
+            const double size = std::pow(10.0, -3.0 + 3.0 * double(r % 8) / 7.0);
+            double s2 = 0;
+            for (uint64_t c = 0; c < row; ++c) {
+                t[r * row + c] = size * u[r * row + c];
+                s2 += t[r * row + c] * t[r * row + c];
+            }
+            for (uint64_t c = 0; c < row; ++c)
+                allow[r * row + c] = tol * (std::fabs(t[r * row + c]) + std::sqrt(s2 / double(row)));
+        }
+    }
+    double norm(const std::vector<double>& x) const {
+        double s = 0;
+        for (double v : x) s += v * v;
+        return std::sqrt(s);
+    }
+};
+}  // namespace
+
+TEST_CASE("compare_two_approximations: two sides each within its own allowance of the truth pass", "[compare]") {
+    for (double tol : {2e-2, 1e-1}) {
+        Rows p(tol);
+        // The worst case: on the smaller rows a is pushed away from 0 and b towards (and past) it, each
+        // by its whole allowance; the larger rows (row % 8 >= 6) carry no error, so that both sides also
+        // meet the rel-L2 criterion ||x - t|| <= tol ||t||.
+        std::vector<double> a(p.t.size()), b(p.t.size()), ea(p.t.size()), eb(p.t.size());
+        for (size_t i = 0; i < p.t.size(); ++i) {
+            const double e = (i / p.row) % 8 >= 6 ? 0.0 : p.allow[i] * (p.t[i] < 0 ? -1.0 : 1.0);
+            a[i] = p.t[i] + e;
+            b[i] = p.t[i] - e;
+            ea[i] = a[i] - p.t[i];
+            eb[i] = b[i] - p.t[i];
+        }
+        for (size_t i = 0; i < p.t.size(); ++i) {  // the premise holds
+            REQUIRE(std::fabs(ea[i]) <= p.allow[i] * (1 + 1e-12));
+            REQUIRE(std::fabs(eb[i]) <= p.allow[i] * (1 + 1e-12));
+        }
+        REQUIRE(p.norm(ea) <= tol * p.norm(p.t));
+        REQUIRE(p.norm(eb) <= tol * p.norm(p.t));
+        const lesson::Check c = verify::compare_two_approximations(a.data(), b.data(), a.size(), p.row, tol, "edge");
+        CHECK(c.pass);
+        CHECK(c.bad_count == 0);
+        CHECK(c.tol == Approx(2 * tol / (1 - tol)));
+        // The factors 1 / (1 - tol) and 1 / (1 - 2 tol) carry weight: without them, and with each
+        // side's own rms, this pair would fail.
+        uint64_t naive_bad = 0;
+        for (uint64_t r = 0; r < p.rows; ++r) {
+            double sa = 0, sb = 0;
+            for (uint64_t k = r * p.row; k < (r + 1) * p.row; ++k) {
+                sa += a[k] * a[k];
+                sb += b[k] * b[k];
+            }
+            const double s = std::sqrt(std::min(sa, sb) / double(p.row));
+            for (uint64_t k = r * p.row; k < (r + 1) * p.row; ++k)
+                naive_bad += !(std::fabs(a[k] - b[k]) <= tol * (std::fabs(a[k]) + std::fabs(b[k]) + 2 * s));
+        }
+        CHECK(naive_bad > 0);
+        // compare() holds a - b to one side's allowance against the rms of all of b: the same pair fails.
+        CHECK_FALSE(verify::compare(a.data(), b.data(), a.size(), tol, "one-sided").pass);
+    }
+}
+
+TEST_CASE("compare_two_approximations: a planted error fails, in a small row too", "[compare]") {
+    const double tol = 2e-2;
+    Rows p(tol);
+    std::vector<float> a(p.t.size()), b(p.t.size());
+    std::vector<float> u(p.t.size());
+    verify::fill_uniform(u.data(), u.size(), 12);
+    for (size_t i = 0; i < p.t.size(); ++i) {  // both a few bf16 roundings off the truth
+        a[i] = float(p.t[i] * (1 + 4e-3 * u[i]));
+        b[i] = float(p.t[i] * (1 - 4e-3 * u[i]));
+    }
+    REQUIRE(verify::compare_two_approximations(a.data(), b.data(), a.size(), p.row, tol, "clean").pass);
+
+    const uint64_t k = 0 * p.row + 5;  // row 0 is the smallest (1e-3): a quarter of its size is a bug
+    std::vector<float> wrong = a;
+    wrong[k] += 2.5e-4f;
+    lesson::Check c = verify::compare_two_approximations(wrong.data(), b.data(), a.size(), p.row, tol, "one off");
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_bad == int64_t(k));
+    CHECK(c.bad_count == 1);
+    CHECK(c.rel_l2 <= c.tol);  // within the rel-L2 tolerance: the element test caught it
+
+    wrong = a;  // a wrong side cannot widen its own tolerance: a row 1000 times too large
+    for (uint64_t i = 3 * p.row; i < 4 * p.row; ++i) wrong[i] *= 1000.0f;
+    c = verify::compare_two_approximations(wrong.data(), b.data(), a.size(), p.row, tol, "row too large");
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_bad == int64_t(3 * p.row));
+    CHECK(c.bad_count == p.row);
+
+    wrong = a;  // nor a row that is zero (or was never written)
+    for (uint64_t i = 9 * p.row; i < 10 * p.row; ++i) wrong[i] = 0.0f;
+    CHECK(verify::compare_two_approximations(wrong.data(), b.data(), a.size(), p.row, tol, "zero row").bad_count ==
+          p.row);
+    CHECK(verify::compare_two_approximations(b.data(), wrong.data(), a.size(), p.row, tol, "zero row").bad_count ==
+          p.row);
+
+    const uint64_t i = verify::inject_fault(wrong.data(), wrong.size(), 7);
+    wrong = a;
+    verify::inject_fault(wrong.data(), wrong.size(), 7);
+    c = verify::compare_two_approximations(wrong.data(), b.data(), a.size(), p.row, tol, "inject");
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_bad == int64_t(i));
+
+    // A partial last row (n not a multiple of row) is a row of its own.
+    const uint64_t n = a.size() - 7;
+    REQUIRE(verify::compare_two_approximations(a.data(), b.data(), n, p.row, tol, "partial").pass);
+    wrong = a;
+    wrong[n - 1] = -wrong[n - 1] + 0.5f;
+    c = verify::compare_two_approximations(wrong.data(), b.data(), n, p.row, tol, "partial");
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_bad == int64_t(n - 1));
+}
+
+TEST_CASE("compare_two_approximations: NaN, Inf and nothing compared never pass, and the rel-L2 test bites",
+          "[compare]") {
+    std::vector<float> a(256), b(256);
+    verify::fill_uniform(b.data(), b.size(), 13);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = b[i] * (1 + 1e-3f);
+    REQUIRE(verify::compare_two_approximations(a.data(), b.data(), 256, 64, 2e-2, "clean").pass);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        std::vector<float> x = a, y = b;
+        x[100] = bad;
+        lesson::Check c = verify::compare_two_approximations(x.data(), b.data(), 256, 64, 2e-2, "bad a");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == 100);  // that element alone: its row's other elements keep their scale
+        CHECK(c.bad_count == 1);
+        y[200] = bad;
+        c = verify::compare_two_approximations(a.data(), y.data(), 256, 64, 2e-2, "bad b");
+        CHECK_FALSE(c.pass);
+        CHECK(c.first_bad == 200);
+        CHECK(c.bad_count == 1);
+        std::vector<float> both(256, bad);
+        CHECK_FALSE(verify::compare_two_approximations(both.data(), both.data(), 256, 64, 2e-2, "both").pass);
+    }
+    CHECK_FALSE(verify::compare_two_approximations(a.data(), b.data(), 0, 64, 2e-2, "empty").pass);
+    // Every element 2.2 tol off: inside each element's allowance (|a| + |b| is about 2 |b|), beyond the
+    // rel-L2 tolerance 2 tol / (1 - tol) = 2.04 tol.
+    for (size_t i = 0; i < a.size(); ++i) a[i] = b[i] * (1 + 2.2f * 2e-2f);
+    const lesson::Check c = verify::compare_two_approximations(a.data(), b.data(), 256, 64, 2e-2, "uniform");
+    CHECK(c.bad_count == 0);
+    CHECK_FALSE(c.pass);
+}
+
 TEST_CASE("random: deterministic, seeded, in range, chunk-consistent", "[random]") {
     std::vector<float> x(1000), y(1000), z(500);
     verify::fill_uniform(x.data(), x.size(), 42);

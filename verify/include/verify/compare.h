@@ -14,7 +14,13 @@
 // check_exact / check_same_bits: the exact check (tolerance 0), for results that
 // must be the very bits of the reference (the same operations in the same order,
 // or exact integer sums).
+//
+// compare_two_approximations: two results that both approximate one exact result
+// (a kernel against cuBLAS, a fused attention against the standard one), neither of
+// them the truth: each element is allowed the sum of both sides' allowances, scaled
+// by its own row.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -134,6 +140,85 @@ lesson::Check compare(const G* gpu, const R* ref, uint64_t n, double tol, const 
     Comparer c(tol, scale >= 0 ? scale : rms(ref, n));
     c.add(gpu, ref, n);
     return c.result(what);
+}
+
+// Two approximations a and b of one exact result t, stored as rows of `row` elements (the last row
+// may be shorter), neither of them exact: a rung against cuBLAS, the fused attention against the
+// standard one. compare() would hold a - b to ONE side's allowance, tol * (|b| + rms of all of b):
+// too little twice over. Both sides carry their own error (bf16 rounding of P and of the output on
+// each side), and a global rms is the wrong scale where rows differ in size: row i of a causal
+// attention averages i + 1 values of V, so its elements are about 1/sqrt(i + 1) of |V|, while its
+// rounding error is a fraction 2^-8 of the terms it sums. Early rows are far above the rms of all
+// rows, late rows below it.
+//
+// Each side x is held to the per-element criterion of compare() with the scale taken per row:
+//     |x - t| <= tol * (|t| + s),  s = the rms of t's row,  and  ||x - t|| <= tol * ||t||.
+// Where a and b both meet it:
+//     |a - b| <= |a - t| + |t - b| <= 2 tol (|t| + s);
+//     |t| <= (|a| + |b|) / 2 + tol (|t| + s), so |t| + s <= ((|a| + |b|) / 2 + s) / (1 - tol);
+//     a row's rms moves by at most the rms of its error, at most 2 tol s: s <= min(s_a, s_b) / (1 - 2 tol);
+// so every element passes
+//     |a - b| <= tol / (1 - tol) * (|a| + |b| + 2 min(s_a, s_b) / (1 - 2 tol))
+// (the two sides' allowances added, written with what the comparison holds), and
+//     ||a - b|| <= 2 tol ||t|| <= 2 tol / (1 - tol) * ||b||,
+// the rel-L2 tolerance of the result (Check::tol). The smaller of the two rows' rms is taken: a wrong
+// side cannot widen its own tolerance by being large. NaN and Inf on either side never pass; nothing
+// compared is no pass. rel_l2 and max_abs are ||a - b|| / ||b|| and max |a - b|. Rows are compared
+// in blocks of whole rows on all host cores, the sums added in block order: the same bits for any
+// thread count.
+template <class A, class B>
+lesson::Check compare_two_approximations(const A* a, const B* b, uint64_t n, uint64_t row, double tol,
+                                         const std::string& what) {
+    struct Tally {
+        double diff2 = 0, ref2 = 0, max_abs = 0;
+        int64_t first_bad = -1;
+        uint64_t bad = 0;
+    };
+    row = row == 0 ? std::max<uint64_t>(n, 1) : row;
+    const double k = tol / (1.0 - tol), k_row = 2.0 / (1.0 - 2.0 * tol);
+    const uint64_t grain = std::max<uint64_t>(1, kReduceBlock / row) * row;  // whole rows per block
+    const std::vector<Tally> parts = block_partials<Tally>(n, grain, [&](uint64_t begin, uint64_t end) {
+        Tally t;
+        for (uint64_t r0 = begin; r0 < end; r0 += row) {
+            const uint64_t r1 = std::min(end, r0 + row);
+            double sa = 0, sb = 0;  // over the finite elements: a NaN fails alone, not its whole row
+            for (uint64_t i = r0; i < r1; ++i) {
+                const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+                if (std::isfinite(x)) sa += x * x;
+                if (std::isfinite(y)) sb += y * y;
+            }
+            const double row_term = k_row * std::sqrt(std::min(sa, sb) / static_cast<double>(r1 - r0));
+            for (uint64_t i = r0; i < r1; ++i) {
+                const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]), d = x - y;
+                t.diff2 += d * d;
+                t.ref2 += y * y;
+                const double ad = std::fabs(d);
+                if (ad > t.max_abs || std::isnan(ad)) t.max_abs = ad;  // once NaN, stays NaN
+                if (!(ad <= k * (std::fabs(x) + std::fabs(y) + row_term)) || !std::isfinite(x) || !std::isfinite(y)) {
+                    if (t.first_bad < 0) t.first_bad = static_cast<int64_t>(i);
+                    ++t.bad;
+                }
+            }
+        }
+        return t;
+    });
+    lesson::Check c;
+    c.what = what;
+    c.checked = n;
+    double diff2 = 0, ref2 = 0;
+    c.max_abs = 0;
+    for (const Tally& t : parts) {  // blocks in index order: the first bad one holds the first bad index
+        diff2 += t.diff2;
+        ref2 += t.ref2;
+        if (t.max_abs > c.max_abs || std::isnan(t.max_abs)) c.max_abs = t.max_abs;
+        if (t.first_bad >= 0 && c.first_bad < 0) c.first_bad = t.first_bad;
+        c.bad_count += t.bad;
+    }
+    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2) / std::sqrt(ref2) : (diff2 == 0 ? 0.0 : INFINITY);
+    if (std::isnan(diff2)) c.rel_l2 = NAN;
+    c.tol = 2.0 * tol / (1.0 - tol);
+    c.pass = n > 0 && c.bad_count == 0 && c.rel_l2 <= c.tol;
+    return c;
 }
 
 // --inject-fault: corrupts one element (chosen from the seed) by far more than
