@@ -14,6 +14,7 @@
 //      ./build/bin/tensor_core_gemm --rung=4                     one rung alone, still checked
 //      ./build/bin/tensor_core_gemm --sizes=1024,2048,4096,8192  the handout's table
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -81,7 +82,8 @@ static bool fits(const Rung& r, const Shape& s) {
 
 // fp32 accumulation of exactly the bf16 numbers the CPU reference multiplies: what is left is
 // the order of the fp32 sums, far below bf16's own rounding (2^-8), which a kernel that
-// rounded anything to bf16 on the way would exceed.
+// rounded anything to bf16 on the way would exceed. A rung against cuBLAS (or rung 7) compares
+// two fp32 results, each allowed kTol: verify::compare_two_approximations adds both allowances.
 constexpr double kTol = 1e-4;
 
 // cuBLAS is column-major: a row-major M x K matrix read column-major is its transpose, so
@@ -276,6 +278,66 @@ int main(int argc, char** argv) {
     }
     report.cpu_reference_ms(cpu_ms, verify::host_threads());  // the first (1024^3) shape, all host cores
 
+    // Part 1b: rungs 8 and 9 with several pieces per cluster, unless a timed shape gives them that.
+    // Their grid is at most one cluster of 2 CTAs (one per SM) per 2 SMs, so (1 + floor(sqrt(SMs)))^2
+    // pieces of 256 x 256, more than the SMs, give every cluster two or more: 144 pieces (3072 x 3072)
+    // on a 132-SM H100 or H200, for at most 66 clusters. K = 256 is 4 k-tiles a piece: the 4-stage
+    // ring is refilled across pieces, and every barrier changes phase. Checked: 2 rows in every 64
+    // (every piece, CTA and consumer warpgroup) against the CPU, every element against rung 7 (one
+    // cluster per piece; two fp32 results). Not against cuBLAS: racecheck has reported hazards inside
+    // the kernels cuBLAS picks for larger GEMMs (lesson 21's handout, at 1024^3), and --quick runs
+    // under compute-sanitizer.
+    std::vector<const Rung*> persistent;  // the chosen rungs that loop over pieces
+    for (const Rung* r : ladder)
+        if (r->launch == rung8::launch || r->launch == rung9::launch) persistent.push_back(r);
+    const bool timed_has_pieces = std::any_of(timed.begin(), timed.end(), [&](const Shape& s) {
+        return (s.M / 256) * (s.N / 256) > prop.multiProcessorCount && s.K >= 256;
+    });
+    if (!persistent.empty() && !timed_has_pieces) {
+        const int side = 256 * (1 + int(std::sqrt(double(prop.multiProcessorCount))));
+        Problem p{{side, side, 256}};
+        setup(p, seed + 50, encode);
+        const Shape& s = p.s;
+        std::vector<int> rows;  // 2 in every 64, at offsets that move from band to band
+        for (int b = 0; b < s.M / 64; ++b)
+            for (int h : {0, 32}) rows.push_back(64 * b + h + (7 + 13 * b) % 32);
+        std::vector<float> A_rows(rows.size() * size_t(s.K));
+        for (size_t k = 0; k < rows.size(); ++k)
+            std::copy_n(p.h_A.begin() + size_t(rows[k]) * s.K, s.K, A_rows.begin() + k * s.K);
+        std::vector<double> ref(rows.size() * size_t(s.N));
+        verify::matmul_reference(A_rows.data(), p.h_B.data(), ref.data(), int64_t(rows.size()), s.N, s.K);
+        const std::string where = std::to_string(rows.size()) + " rows (2 in every 64) of " + s.text();
+        const auto check_rows = [&](const std::vector<float>& C, const std::string& name) {
+            std::vector<float> got(rows.size() * size_t(s.N));
+            for (size_t k = 0; k < rows.size(); ++k)
+                std::copy_n(C.begin() + size_t(rows[k]) * s.N, s.N, got.begin() + k * s.N);
+            report.check(verify::compare(got.data(), ref.data(), got.size(), kTol, name + " vs CPU, " + where));
+        };
+        float* d_ref = nullptr;
+        CUDA_CHECK(cudaMalloc(&d_ref, s.c() * sizeof(float)));
+        std::vector<float> h_ref(s.c()), h_C(s.c());
+        const Gemm g{s.M, s.N, s.K, p.d_A, p.d_B, p.d_C, &p.map_A, &p.map_B, prop.multiProcessorCount};
+        const Gemm g7{s.M, s.N, s.K, p.d_A, p.d_B, d_ref, &p.map_A, &p.map_B, prop.multiProcessorCount};
+        const bool rung7_runs = lesson::why_not(kLadder[6].needs, lesson::gpu_limits()).empty();
+        if (rung7_runs) {
+            run_once([&] { rung7::launch(g7); }, d_ref, h_ref.data(), s.c());
+            check_rows(h_ref, kLadder[6].name);
+        }
+        for (const Rung* r : persistent) {
+            run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
+            check_rows(h_C, r->name);
+            if (rung7_runs)
+                report.check(verify::compare_two_approximations(
+                    h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
+                    std::string(r->name) + " vs rung 7, every element (two-sided) of " + s.text()));
+        }
+        report.note("rungs 8 and 9 checked at " + s.text() + ": " + std::to_string((s.M / 256) * (s.N / 256)) +
+                    " pieces of 256 x 256 for at most " + std::to_string(prop.multiProcessorCount / 2) +
+                    " clusters of 2 CTAs: two or more pieces per cluster");
+        CUDA_CHECK(cudaFree(d_ref));
+        release(p);
+    }
+
     // Part 2: each timed shape: cuBLAS (checked on sampled rows against the CPU), then every rung
     // checked element by element against cuBLAS's C, then timed.
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
@@ -321,8 +383,9 @@ int main(int argc, char** argv) {
         std::string shape_best_name;
         for (const Rung* r : ladder) {
             run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
-            report.check(verify::compare(h_C.data(), h_ref.data(), s.c(), kTol,
-                                         std::string(r->name) + " vs cuBLAS, every element of " + s.text()));
+            report.check(verify::compare_two_approximations(  // two fp32 results: verify/compare.h
+                h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
+                std::string(r->name) + " vs cuBLAS, every element (two-sided) of " + s.text()));
             const double ms = lesson::time_median_ms(int(opt.repeat), [&] { r->launch(g); });
             const std::string name = std::string(r->name) + " @" + s.text();
             report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS", small);
