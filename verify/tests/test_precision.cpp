@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 #include "catch_shim.hpp"
+#include "verify/compare.h"
 #include "verify/parallel.h"
 #include "verify/precision.h"
 #include "verify/random.h"
@@ -227,6 +230,185 @@ TEST_CASE("GEMM tolerance: the formula", "[precision]") {
     CHECK(verify::gemm_tolerance(1, 0, 0, 100) == 4.0);
     CHECK(verify::gemm_tolerance(0, 1, 0, 100) == 2.0);
     CHECK(verify::gemm_tolerance(0, 0, 1, 100) == 40.0);
+    CHECK(verify::gemm_rounded_tolerance(1, 0, 100, true) == 2.0);
+    CHECK(verify::gemm_rounded_tolerance(0, 1, 100, false) == 40.0);
+    CHECK(verify::gemm_rounded_tolerance(0, 1, 100, true) == 40.0 + 50.0);  // + 2 u_acc K / 4
+    // FP8 in, BF16 out, accumulator budgeted at 2^-14, K = 4096: 2 * 2^-8 + 4 * 2^-14 * 64
+    CHECK(verify::gemm_rounded_tolerance(0x1p-8, 0x1p-14, 4096, false) == 0x1p-7 + 0x1p-6);
+}
+
+// Lesson 19's FP8 path on the CPU: A and Bt at the lesson's ranges, quantized with scales
+// q = 448 / amax (right, or planted wrong), multiplied exactly, multiplied back by the
+// dequantization scales and rounded to BF16 (a GPU's accumulation error aside: it is what the
+// 2^-14 budget covers). The result is checked as the lesson checks it: against the float
+// inputs (tolerance 4 u_in + 2 u_out + 4 u_acc sqrt(K)) and against the rightly rounded inputs
+// (2 u_out + 4 u_acc sqrt(K)).
+namespace {
+struct Fp8Case {
+    std::vector<float> A, Bt;  // rows x K, N x K
+    float amax_a, amax_bt;
+    std::vector<int64_t> rows;
+    std::vector<double> ref, ref_rounded;
+    int64_t N, K;
+};
+// x * q rounded to E4M3 (saturating), as the lesson's conversion kernel and round_inputs do it.
+std::vector<float> e4m3_codes(const std::vector<float>& x, float q) {
+    std::vector<float> c(x.size());
+    for (size_t i = 0; i < x.size(); ++i) c[i] = verify::e4m3_bits_to_float(verify::to_e4m3_bits(x[i] * q));
+    return c;
+}
+Fp8Case fp8_case(float range_a, float range_bt, int64_t M, int64_t N, int64_t K) {
+    Fp8Case f{std::vector<float>(size_t(M * K)), std::vector<float>(size_t(N * K)), 0, 0, {}, {}, {}, N, K};
+    verify::fill_uniform(f.A.data(), f.A.size(), 100, -range_a, range_a);
+    verify::fill_uniform(f.Bt.data(), f.Bt.size(), 101, -range_bt, range_bt);
+    f.amax_a = verify::amax_of(f.A.data(), f.A.size());
+    f.amax_bt = verify::amax_of(f.Bt.data(), f.Bt.size());
+    for (int64_t i = 0; i < M; ++i) f.rows.push_back(i);
+    f.ref.resize(size_t(M * N));
+    verify::gemm_abt_rows(f.A.data(), f.Bt.data(), N, K, f.rows, f.ref.data());
+    f.ref_rounded.resize(f.ref.size());
+    const std::vector<float> a = e4m3_codes(f.A, verify::fp8_quant_scale(f.amax_a));
+    const std::vector<float> b = e4m3_codes(f.Bt, verify::fp8_quant_scale(f.amax_bt));
+    verify::gemm_abt_rows(a.data(), b.data(), N, K, f.rows, f.ref_rounded.data(),
+                          double(verify::fp8_dequant_scale(f.amax_a)) * verify::fp8_dequant_scale(f.amax_bt));
+    return f;
+}
+// The emulated GPU result from codes quantized with q_a, q_bt and dequantized with s_a, s_bt,
+// checked both ways; returns {vs float, vs rounded}.
+std::pair<lesson::Check, lesson::Check> fp8_checks(const Fp8Case& f, const char* what, float q_a, float q_bt,
+                                                   double s_a, double s_bt,
+                                                   const verify::FloatFormat& fmt = verify::kE4m3) {
+    auto codes = [&](const std::vector<float>& x, float q) {
+        std::vector<float> c(x.size());
+        for (size_t i = 0; i < x.size(); ++i) c[i] = float(verify::round_to(double(x[i] * q), fmt));
+        return c;
+    };
+    const std::vector<float> a = codes(f.A, q_a), b = codes(f.Bt, q_bt);
+    std::vector<double> d(f.ref.size());
+    verify::gemm_abt_rows(a.data(), b.data(), f.N, f.K, f.rows, d.data(), s_a * s_bt);
+    std::vector<float> got(d.size());
+    for (size_t i = 0; i < d.size(); ++i) got[i] = float(verify::round_to(d[i], verify::kBf16));
+    const double tol = verify::gemm_tolerance(0x1p-4, 0x1p-8, 0x1p-14, f.K);
+    const double tol_r = verify::gemm_rounded_tolerance(0x1p-8, 0x1p-14, f.K, false);
+    const lesson::Check c = verify::compare(got.data(), f.ref.data(), got.size(), tol, "vs float inputs");
+    const lesson::Check cr = verify::compare(got.data(), f.ref_rounded.data(), got.size(), tol_r, "vs rounded");
+    std::printf("  FP8 %-44s vs float %.3e (tol %.3f) %s, vs rounded %.3e (tol %.4f) %s\n", what, c.rel_l2, tol,
+                c.pass ? "pass" : "FAIL", cr.rel_l2, tol_r, cr.pass ? "pass" : "FAIL");
+    return {c, cr};
+}
+}  // namespace
+
+TEST_CASE("FP8 on lesson 19's inputs: a wrong scale fails the check against the rounded inputs", "[precision]") {
+    const int64_t M = 16, N = 256, K = 4096;
+    const Fp8Case f = fp8_case(verify::kGemmRangeA, verify::kGemmRangeBt, M, N, K);
+    std::printf("FP8 E4M3, A in [-%g, %g), Bt in [-%g, %g), %lld x %lld x %lld, amax %g and %g:\n",
+                double(verify::kGemmRangeA), double(verify::kGemmRangeA), double(verify::kGemmRangeBt),
+                double(verify::kGemmRangeBt), (long long)M, (long long)N, (long long)K, double(f.amax_a),
+                double(f.amax_bt));
+    const float qa = verify::fp8_quant_scale(f.amax_a), qb = verify::fp8_quant_scale(f.amax_bt);
+    const double sa = verify::fp8_dequant_scale(f.amax_a), sb = verify::fp8_dequant_scale(f.amax_bt);
+    const double tol_r = verify::gemm_rounded_tolerance(0x1p-8, 0x1p-14, K, false);
+
+    const auto right = fp8_checks(f, "right scales", qa, qb, sa, sb);
+    CHECK(right.first.pass);
+    CHECK(right.second.pass);
+    CHECK(right.second.rel_l2 < tol_r / 5);  // BF16's output rounding alone, about 1.7e-3
+
+    // Every planted wrong scale fails against the rounded inputs, by 4x its tolerance or more.
+    const auto hard448 = fp8_checks(f, "q = 448 for both, dequantized by 1/448", 448.0f, 448.0f, 1.0 / 448, 1.0 / 448);
+    CHECK_FALSE(hard448.first.pass);
+    CHECK_FALSE(hard448.second.pass);
+    const auto hard448s = fp8_checks(f, "q = 448 for both, dequantized by amax/448", 448.0f, 448.0f, sa, sb);
+    CHECK_FALSE(hard448s.first.pass);
+    CHECK_FALSE(hard448s.second.pass);
+    const auto shared_a = fp8_checks(f, "A's amax for both tensors", qa, qa, sa, sa);
+    CHECK_FALSE(shared_a.second.pass);
+    CHECK(shared_a.second.rel_l2 > 4 * tol_r);  // all of Bt below E4M3's normal range: 1e-3 * 448/48 < 2^-6
+    const auto shared_bt = fp8_checks(f, "Bt's amax for both tensors", qb, qb, sb, sb);
+    CHECK_FALSE(shared_bt.first.pass);
+    CHECK_FALSE(shared_bt.second.pass);
+    const auto one_dequant = fp8_checks(f, "A's dequantization scale for both", qa, qb, sa, sa);
+    CHECK_FALSE(one_dequant.first.pass);
+    CHECK_FALSE(one_dequant.second.pass);
+    const verify::FloatFormat e5m2{"FP8 E5M2", 3, 5, 15, -14, 57344.0, true};  // one significand bit fewer
+    const auto fewer_bits = fp8_checks(f, "E5M2 (one bit fewer) with E4M3's scales", qa, qb, sa, sb, e5m2);
+    CHECK_FALSE(fewer_bits.second.pass);
+    for (const auto* wrong : {&hard448, &hard448s, &shared_bt, &one_dequant, &fewer_bits})
+        CHECK(wrong->second.rel_l2 > 3 * tol_r);
+
+    // The same planted errors on inputs that are both uniform in [-1, 1) (amax of both about 1, so
+    // q about 448 for both): they change a few roundings and pass both checks. This is why the
+    // lesson draws A and Bt at different scales.
+    const Fp8Case same = fp8_case(1.0f, 1.0f, M, N, K);
+    std::printf("FP8 E4M3, A and Bt both in [-1, 1) (amax %g and %g):\n", double(same.amax_a), double(same.amax_bt));
+    const auto same448 =
+        fp8_checks(same, "q = 448 for both, dequantized by 1/448", 448.0f, 448.0f, 1.0 / 448, 1.0 / 448);
+    CHECK(same448.first.pass);
+    CHECK(same448.second.pass);
+    const double sa1 = verify::fp8_dequant_scale(same.amax_a);
+    const auto same_dequant =
+        fp8_checks(same, "A's dequantization scale for both", verify::fp8_quant_scale(same.amax_a),
+                   verify::fp8_quant_scale(same.amax_bt), sa1, sa1);
+    CHECK(same_dequant.first.pass);
+    CHECK(same_dequant.second.pass);
+}
+
+// A tensor core's FP32 accumulation on the CPU: blocks of `block` exact products added into a
+// float accumulator rounded toward zero (the shifted-out bits cut off).
+static std::vector<float> truncated_sums(const std::vector<float>& A, const std::vector<float>& Bt, int64_t M,
+                                         int64_t N, int64_t K, int64_t block) {
+    std::vector<float> out(size_t(M * N));
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            float acc = 0.0f;
+            for (int64_t k0 = 0; k0 < K; k0 += block) {
+                double b = 0.0;  // in double: its error is far below the float accumulator's
+                for (int64_t k = k0; k < k0 + block; ++k) b += double(A[size_t(i * K + k)]) * Bt[size_t(j * K + k)];
+                const double v = double(acc) + b;
+                float r = float(v);                                                    // to nearest
+                if (std::fabs(double(r)) > std::fabs(v)) r = std::nextafter(r, 0.0f);  // toward zero
+                acc = r;
+            }
+            out[size_t(i * N + j)] = acc;
+        }
+    return out;
+}
+
+TEST_CASE("TF32 on lesson 19's inputs: truncated FP32 sums pass the rounded-input tolerance", "[precision]") {
+    const int64_t M = 16, N = 64;
+    for (int64_t K : {4096, 8192}) {
+        std::vector<float> A(size_t(M * K)), Bt(size_t(N * K));
+        verify::fill_uniform(A.data(), A.size(), 7, -verify::kGemmRangeA, verify::kGemmRangeA);
+        verify::fill_uniform(Bt.data(), Bt.size(), 8, -verify::kGemmRangeBt, verify::kGemmRangeBt);
+        std::vector<float> At(A.size()), Btt(Bt.size());
+        for (size_t i = 0; i < A.size(); ++i) At[i] = verify::to_tf32(A[i]);
+        for (size_t i = 0; i < Bt.size(); ++i) Btt[i] = verify::to_tf32(Bt[i]);
+        std::vector<int64_t> rows;
+        for (int64_t i = 0; i < M; ++i) rows.push_back(i);
+        std::vector<double> ref_rounded(size_t(M * N)), from_floats(size_t(M * N));
+        verify::gemm_abt_rows(At.data(), Btt.data(), N, K, rows, ref_rounded.data());
+        verify::gemm_abt_rows(A.data(), Bt.data(), N, K, rows, from_floats.data());
+        const double u = 0x1p-24;
+        const double tol = verify::gemm_rounded_tolerance(u, u, K, true);
+        const double tol_nearest = verify::gemm_rounded_tolerance(u, u, K, false);
+        for (int64_t block : {4, 8}) {
+            const std::vector<float> got = truncated_sums(At, Btt, M, N, K, block);
+            const lesson::Check c = verify::compare(got.data(), ref_rounded.data(), got.size(), tol, "truncated");
+            std::printf(
+                "  TF32 K = %lld, truncated blocks of %lld: vs rounded %.3e (%.3f u K), tolerance %.3e %s "
+                "(round-to-nearest terms alone %.3e)\n",
+                (long long)K, (long long)block, c.rel_l2, c.rel_l2 / (u * double(K)), tol, c.pass ? "pass" : "FAIL",
+                tol_nearest);
+            CHECK(c.pass);
+            CHECK(c.rel_l2 < tol / 3);
+        }
+        // A path that skipped the rounding to TF32 is off by the input rounding, about 2.8e-4.
+        const lesson::Check unrounded =
+            verify::compare(from_floats.data(), ref_rounded.data(), from_floats.size(), tol, "unrounded");
+        std::printf("  TF32 K = %lld, inputs not rounded to TF32: vs rounded %.3e, tolerance %.3e %s\n", (long long)K,
+                    unrounded.rel_l2, tol, unrounded.pass ? "pass" : "FAIL");
+        if (K == 4096) CHECK_FALSE(unrounded.pass);
+    }
 }
 
 TEST_CASE("exponent_of and pow2 agree with frexp and ldexp, normal and subnormal doubles", "[precision]") {

@@ -205,6 +205,20 @@ inline float e4m3_bits_to_float(uint8_t b) {
     return fp_bits::float_of(sign | (e + 120u) << 23 | mant << 20);
 }
 
+// Lesson 19's GEMM inputs: A uniform in [-kGemmRangeA, kGemmRangeA), Bt in [-kGemmRangeBt,
+// kGemmRangeBt): activations of tens and weights of 1e-3, as in a linear layer. FP8's per-tensor
+// scales 448 / amax are then far apart (about 9.3 and 448000), so a scale that is wrong shows:
+// a conversion that hard-codes 448 saturates nearly all of A; one amax for both tensors either
+// saturates A (Bt's) or leaves all of Bt below E4M3's normal range, 2^-6 (A's: 1e-3 * 448 / 48
+// = 0.0093); a GEMM given one dequantization scale for both is off by amax_A / amax_Bt = 48000.
+// That ratio is 2^15 * 1.46, far from a power of two: a scale off by a power of two would put
+// the values on the same grid of E4M3 numbers and change almost no rounding. Every check of
+// the lesson is relative, and FP16 holds both ranges: 48 is far below 65504, and the 6% of Bt
+// below FP16's normal range (2^-14) are rounded with an absolute error of at most 2^-25, no more
+// than any normal value of Bt (whose rounding sets the FP16 error).
+constexpr float kGemmRangeA = 48.0f;
+constexpr float kGemmRangeBt = 1e-3f;
+
 // FP8 with a per-tensor scale: the kernel multiplies by 448 / amax (in float) and
 // rounds with saturation; the GEMM multiplies back by amax / 448 (the dequantization
 // scale it is given). amax = 0 (an all-zero tensor): both scales are 1.
@@ -286,9 +300,33 @@ inline void gemm_abt_rows(const float* A, const float* Bt, int64_t N, int64_t K,
 // and u_acc times a factor that grows like sqrt(K) (rounding errors of a running sum
 // add up like a random walk). The constants leave room for the largest of
 // 10^5 elements, which verify::compare also checks one by one, and are tight enough
-// that a wrong format, a wrong layout or a wrong scale fails.
+// that a wrong layout fails. A wrong scale or format changes the error by about the
+// input rounding, which this tolerance must hold: gemm_rounded_tolerance catches it.
 inline double gemm_tolerance(double u_in, double u_out, double u_acc, int64_t K) {
     return 4.0 * u_in + 2.0 * u_out + 4.0 * u_acc * std::sqrt(double(K));
+}
+
+// The rel-L2 tolerance of the same GEMM against a reference computed from its inputs as
+// rounded (for FP8 also scaled, and the reference multiplied back by the dequantization
+// scales). The input rounding is taken out; what is left is the output's rounding and the
+// accumulation's:
+//     tol = 2 u_out + 4 u_acc sqrt(K)        (gemm_tolerance with u_in = 0)
+//         + 2 u_acc K / 4                    where the MMA truncates.
+// Tensor cores that accumulate in FP32 do not round each addition to nearest: an MMA step
+// aligns its block of products and the accumulator to the largest exponent and drops the bits
+// shifted out (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021). That error
+// leans one way, toward a smaller sum, so it adds up like the number of steps, not like its
+// square root: an H100's TF32 GEMM measured 9.7e-6 at K = 4096 and 1.9e-5 at 8192, 0.04 u_acc K,
+// where the round-to-nearest terms alone (2.2e-5 at 8192) leave no room. Budget: up to one ulp
+// (2 u_acc relative) per step, K / 4 steps (blocks of at least 4 products): 0.5 u_acc K. A CPU
+// emulation that truncates after every block of 4 gives 0.10 u_acc K, of 8 0.05 u_acc K.
+// This is the check that catches a wrong conversion or a wrong scale: either changes the
+// values the GPU multiplies by about the input rounding or more (FP8 E4M3: 3.6e-2 for both
+// tensors), above this tolerance (FP8 in, BF16 out, u_acc budgeted at 2^-14, K = 4096:
+// 2 * 2^-8 + 4 * 2^-14 * 64 = 2.3e-2). verify/tests/test_precision.cpp shows it on lesson 19's
+// inputs.
+inline double gemm_rounded_tolerance(double u_out, double u_acc, int64_t K, bool mma_truncates) {
+    return gemm_tolerance(0.0, u_out, u_acc, K) + (mma_truncates ? 2.0 * u_acc * double(K) / 4.0 : 0.0);
 }
 
 // A running sum of x[0..n) in index order with the accumulator held in format f
