@@ -8,6 +8,7 @@
 # The performance tests (label perf: each lesson at its default size against its
 # benchmark targets) depend on the machine as much as on the code, so they run
 # only with --perf (or `ctest -L perf`, or `scripts/run_all.sh --check-targets`).
+# The planted bugs (label mutants: scripts/mutants.sh) run only with `ctest -L mutants`.
 # The exercise grader's own GPU test (label exercise: every exercise's unsolved copy,
 # planted wrong answer and reference solution, docs/teaching.md) runs with --exercises.
 # --portable runs the portability tests instead of the others (docs/setup.md): label
@@ -25,7 +26,7 @@ for arg in "$@"; do
     --perf) PERF=1 ;;
     --exercises) EXERCISES=1 ;;
     --portable) PORTABLE=1 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,7 +78,7 @@ if [ "$PORTABLE" = 1 ]; then
   exit $rc
 fi
 cd "$BUILD"
-labels=(portable)
+labels=(portable mutants)
 [ "$PERF" = 1 ] || labels+=(perf)
 [ "$EXERCISES" = 1 ] || labels+=(exercise)
 ctest --output-on-failure --parallel "$(nproc)" --timeout 300 -LE "^($(IFS='|'; echo "${labels[*]}"))$"
