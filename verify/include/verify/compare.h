@@ -32,6 +32,39 @@
 
 namespace verify {
 
+// What a block of compared elements contributes to a Check: sums of squares of the differences
+// and of the reference, the largest difference, the first bad index and how many were bad.
+struct Tally {
+    double diff2 = 0, ref2 = 0, max_abs = 0;
+    int64_t first_bad = -1;
+    uint64_t bad = 0;
+
+    // Blocks are merged in order, so the sums are the same for any thread count. The first bad
+    // index is the smallest one seen, whatever order the pieces (chunks) were added in.
+    void merge(const Tally& t) {
+        diff2 += t.diff2;
+        ref2 += t.ref2;
+        if (t.max_abs > max_abs || std::isnan(t.max_abs)) max_abs = t.max_abs;
+        if (t.first_bad >= 0 && (first_bad < 0 || t.first_bad < first_bad)) first_bad = t.first_bad;
+        bad += t.bad;
+    }
+
+    // The Check of n compared elements against the rel-L2 tolerance tol.
+    lesson::Check check(const std::string& what, uint64_t n, double tol) const {
+        lesson::Check c;
+        c.what = what;
+        c.checked = n;
+        c.rel_l2 = ref2 > 0 ? std::sqrt(diff2) / std::sqrt(ref2) : (diff2 == 0 ? 0.0 : INFINITY);
+        if (std::isnan(diff2)) c.rel_l2 = NAN;
+        c.max_abs = max_abs;
+        c.first_bad = first_bad;
+        c.bad_count = bad;
+        c.tol = tol;
+        c.pass = n > 0 && bad == 0 && c.rel_l2 <= tol;  // nothing compared is not a pass
+        return c;
+    }
+};
+
 // Accumulates a comparison over several pieces (chunks), then reports it.
 class Comparer {
 public:
@@ -49,7 +82,7 @@ public:
     void add_computed(const G* gpu, uint64_t n, uint64_t offset, const RefAt& ref_at) {
         const std::vector<Tally> parts = block_partials<Tally>(
             n, kReduceBlock, [&](uint64_t begin, uint64_t end) { return tally(gpu, ref_at, begin, end, offset); });
-        for (const Tally& t : parts) merge(t);
+        for (const Tally& t : parts) total_.merge(t);
         n_ += n;
     }
 
@@ -58,32 +91,13 @@ public:
     // kReduceBlock elements), that is the very block add() would have merged, so pieces compared
     // on separate threads, each in a Comparer of its own, then added in order give the same bits.
     void add(const Comparer& part) {
-        merge(Tally{part.diff2_, part.ref2_, part.max_abs_, part.first_bad_, part.bad_});
+        total_.merge(part.total_);
         n_ += part.n_;
     }
 
-    lesson::Check result(const std::string& what) const {
-        lesson::Check c;
-        c.what = what;
-        c.checked = n_;
-        c.rel_l2 = ref2_ > 0 ? std::sqrt(diff2_) / std::sqrt(ref2_) : (diff2_ == 0 ? 0.0 : INFINITY);
-        if (std::isnan(diff2_)) c.rel_l2 = NAN;
-        c.max_abs = max_abs_;
-        c.first_bad = first_bad_;
-        c.bad_count = bad_;
-        c.tol = tol_;
-        c.pass = n_ > 0 && bad_ == 0 && c.rel_l2 <= tol_;  // nothing compared is not a pass
-        return c;
-    }
+    lesson::Check result(const std::string& what) const { return total_.check(what, n_, tol_); }
 
 private:
-    // What one block of elements contributes.
-    struct Tally {
-        double diff2 = 0, ref2 = 0, max_abs = 0;
-        int64_t first_bad = -1;
-        uint64_t bad = 0;
-    };
-
     // Elements [begin, end) of one add(): the single-threaded comparison loop.
     template <class G, class RefAt>
     Tally tally(const G* gpu, const RefAt& ref_at, uint64_t begin, uint64_t end, uint64_t offset) const {
@@ -104,20 +118,9 @@ private:
         return t;
     }
 
-    // Blocks are merged in order, so the sums are the same for any thread count. The first bad
-    // index is the smallest one seen, whatever order the pieces (chunks) were added in.
-    void merge(const Tally& t) {
-        diff2_ += t.diff2;
-        ref2_ += t.ref2;
-        if (t.max_abs > max_abs_ || std::isnan(t.max_abs)) max_abs_ = t.max_abs;
-        if (t.first_bad >= 0 && (first_bad_ < 0 || t.first_bad < first_bad_)) first_bad_ = t.first_bad;
-        bad_ += t.bad;
-    }
-
     double tol_, scale_;
-    double diff2_ = 0, ref2_ = 0, max_abs_ = 0;
-    int64_t first_bad_ = -1;
-    uint64_t bad_ = 0, n_ = 0;
+    Tally total_;
+    uint64_t n_ = 0;
 };
 
 // Root mean square of ref[0..n): block sums of squares, added in block order.
@@ -169,11 +172,6 @@ lesson::Check compare(const G* gpu, const R* ref, uint64_t n, double tol, const 
 template <class A, class B>
 lesson::Check compare_two_approximations(const A* a, const B* b, uint64_t n, uint64_t row, double tol,
                                          const std::string& what) {
-    struct Tally {
-        double diff2 = 0, ref2 = 0, max_abs = 0;
-        int64_t first_bad = -1;
-        uint64_t bad = 0;
-    };
     row = row == 0 ? std::max<uint64_t>(n, 1) : row;
     const double k = tol / (1.0 - tol), k_row = 2.0 / (1.0 - 2.0 * tol);
     const uint64_t grain = std::max<uint64_t>(1, kReduceBlock / row) * row;  // whole rows per block
@@ -202,23 +200,9 @@ lesson::Check compare_two_approximations(const A* a, const B* b, uint64_t n, uin
         }
         return t;
     });
-    lesson::Check c;
-    c.what = what;
-    c.checked = n;
-    double diff2 = 0, ref2 = 0;
-    c.max_abs = 0;
-    for (const Tally& t : parts) {  // blocks in index order: the first bad one holds the first bad index
-        diff2 += t.diff2;
-        ref2 += t.ref2;
-        if (t.max_abs > c.max_abs || std::isnan(t.max_abs)) c.max_abs = t.max_abs;
-        if (t.first_bad >= 0 && c.first_bad < 0) c.first_bad = t.first_bad;
-        c.bad_count += t.bad;
-    }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2) / std::sqrt(ref2) : (diff2 == 0 ? 0.0 : INFINITY);
-    if (std::isnan(diff2)) c.rel_l2 = NAN;
-    c.tol = 2.0 * tol / (1.0 - tol);
-    c.pass = n > 0 && c.bad_count == 0 && c.rel_l2 <= c.tol;
-    return c;
+    Tally total;
+    for (const Tally& t : parts) total.merge(t);
+    return total.check(what, n, 2.0 * tol / (1.0 - tol));
 }
 
 // --inject-fault: corrupts one element (chosen from the seed) by far more than
