@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(d_c));
 
     report.check(comparer.result("every element of C, " + std::to_string(matrices) + " matrices in " +
-                                 std::to_string(plan.count) + " chunks, reference from the global index"));
+                                     std::to_string(plan.count) + " chunks, reference from the global index",
+                                 total_elems));
     report.cpu_reference_ms(verify_ms, verify::host_threads());  // reference and comparison, all host cores
 
     // Report. "End-to-end" is the GPU side of the loop: H2D + kernel + D2H of every

@@ -101,8 +101,8 @@ struct BatchCheck {
         sampled += ref.sampled.size();
     }
     void report_to(lesson::Report& report, const std::string& run, uint64_t batch) const {
-        report.check(sums.result(run + ": sum of each of the " + std::to_string(batch) +
-                                 " products vs sum_k colsum(A)*rowsum(B)"));
+        report.check(sums.result(
+            run + ": sum of each of the " + std::to_string(batch) + " products vs sum_k colsum(A)*rowsum(B)", batch));
         report.check(products.result(run + ": " + std::to_string(sampled) + " sampled products, every element"));
     }
 };

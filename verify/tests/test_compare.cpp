@@ -304,3 +304,16 @@ TEST_CASE("random: deterministic, seeded, in range, chunk-consistent", "[random]
     std::sort(x.begin(), x.end());
     CHECK(std::unique(x.begin(), x.end()) - x.begin() > 990);
 }
+
+TEST_CASE("compare: a Comparer that did not see every expected element fails", "[compare]") {
+    std::vector<float> gpu(1000, 1.0f);
+    std::vector<double> ref(1000, 1.0);
+    verify::Comparer cmp(1e-5, 1.0);
+    cmp.add(gpu.data(), ref.data(), 900, 0);  // the last 100 never compared
+    CHECK(cmp.result("part").pass);
+    const lesson::Check short_one = cmp.result("all", 1000);
+    CHECK_FALSE(short_one.pass);
+    CHECK(short_one.what.find("compared 900 of 1000") != std::string::npos);
+    cmp.add(gpu.data() + 900, ref.data() + 900, 100, 900);
+    CHECK(cmp.result("all", 1000).pass);
+}

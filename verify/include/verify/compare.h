@@ -96,6 +96,15 @@ public:
     }
 
     lesson::Check result(const std::string& what) const { return total_.check(what, n_, tol_); }
+    // The same, when the pieces added must cover `expected` elements: a piece never compared (a
+    // chunk loop that stops one short) fails the check instead of passing unseen.
+    lesson::Check result(const std::string& what, uint64_t expected) const {
+        if (n_ == expected) return result(what);
+        lesson::Check c =
+            result(what + " (compared " + std::to_string(n_) + " of " + std::to_string(expected) + " elements)");
+        c.pass = false;
+        return c;
+    }
 
 private:
     // Elements [begin, end) of one add(): the single-threaded comparison loop.
