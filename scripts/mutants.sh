@@ -3,12 +3,14 @@
 #
 # Each lessons/NN_name/mutants/*.patch plants one bug: its first line says what mistake it
 # models, any following lines `run: <flags>` name extra command lines that reach the bug (a
-# rung, a size past 2^31), then the diff against the lesson's files. For each patch this
+# rung, a size past 2^31) and `timeout: S` a shorter time limit for a bug that hangs, then the
+# diff against the lesson's files. For each patch this
 # script applies it to a scratch copy of the checkout, builds the lesson there, and runs the
 # lesson's own GPU tests (CTest: its --quick run and its awkward sizes) and the `run:` lines.
-# A mutant is KILLED when one of them fails (exit 1), or when one runs past MUTANT_TIMEOUT
-# seconds (default 300; said so, by name); it SURVIVED when every one passes. A patch that no
-# longer applies or builds is an ERROR: fix the patch.
+# A mutant is KILLED when one of them fails (exit 1, or a crash), or when one runs past
+# MUTANT_TIMEOUT seconds (default 300; said so, by name); it SURVIVED when every one passes. A
+# patch that no longer applies or builds, or a run: line the lesson cannot run (exit 2: bad
+# input or too little memory; 77: SKIP), is an ERROR: it proves nothing.
 #
 # LESSON: a number (14) or a folder name (14_reduction); default: every lesson with mutants.
 # --jobs=J: J scratch copies work at once, each on whole lessons (default: cores / 2, at most
@@ -28,7 +30,7 @@ jobs=$(($(nproc) / 2))
 patches=()
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --jobs=*)
       jobs=${arg#--jobs=}
       [[ "$jobs" =~ ^[1-9][0-9]?$ ]] || { echo "mutants.sh: --jobs wants an integer in [1, 99], not '${arg#--jobs=}'" >&2; exit 2; }
@@ -79,10 +81,12 @@ esac
 one_mutant() {  # one_mutant DIR PATCH
   local dir=$1 p=$2
   local src=$dir/src build=$dir/build
-  local lesson exe what log verdict caught flags rc
+  local lesson exe what log verdict caught flags rc limit
   lesson=$(basename "$(dirname "$(dirname "$p")")")
   exe=${lesson#[0-9][0-9]_}
   what=$(head -n 1 "$p")
+  limit=$(sed -n '2,/^\(---\|diff \)/p' "$p" | sed -n 's/^timeout: \([0-9][0-9]*\)$/\1/p' | head -n 1)
+  limit=${limit:-$LIMIT}
   log=$SCRATCH/$lesson.$(basename "$p" .patch).log
   if ! (cd "$src" && git apply "$ROOT/$p") >"$log" 2>&1; then
     echo "ERROR     $p: does not apply ($log)"; echo "          ($what)"; return
@@ -91,22 +95,24 @@ one_mutant() {  # one_mutant DIR PATCH
     verdict="ERROR     $p: does not build ($log)"
   else
     caught=""
-    (cd "$build" && ctest --no-tests=error --timeout "$LIMIT" -R "^${lesson}\.(quick|awkward\.[0-9]+)$" >>"$log" 2>&1) ||
-      caught="its CTest --quick/awkward runs failed$(grep -q 'Timeout' "$log" && echo ", one by running past $LIMIT s (a hang)")"
+    (cd "$build" && ctest --no-tests=error --timeout "$limit" -R "^${lesson}\.(quick|awkward\.[0-9]+)$" >>"$log" 2>&1) ||
+      caught="its CTest --quick/awkward runs failed$(grep -q 'Timeout' "$log" && echo ", one by running past $limit s (a hang)")"
     if [ -z "$caught" ]; then
       while read -r flags; do
         [ -n "$flags" ] || continue
         read -r -a args <<<"$flags"
-        timeout -k 10 "$LIMIT" "$build/bin/$exe" "${args[@]}" >>"$log" 2>&1
+        timeout -k 10 "$limit" "$build/bin/$exe" "${args[@]}" >>"$log" 2>&1
         rc=$?
         case $rc in
           0) ;;
-          124|137) caught="'$exe $flags' ran past $LIMIT s and was stopped (a hang)"; break ;;
+          124|137) caught="'$exe $flags' ran past $limit s and was stopped (a hang)"; break ;;
+          2|77) caught="ERROR"; verdict="ERROR     $p: '$exe $flags' could not run here (exit $rc: bad input, too little memory or SKIP; $log)"; break ;;
           *) caught="'$exe $flags' exited $rc"; break ;;
         esac
       done < <(sed -n '2,/^\(---\|diff \)/p' "$p" | sed -n 's/^run: //p')
     fi
-    if [ -n "$caught" ]; then verdict="killed    $p: $caught"
+    if [ "$caught" = ERROR ]; then :
+    elif [ -n "$caught" ]; then verdict="killed    $p: $caught"
     else verdict="SURVIVED  $p: every check passed ($log)"; fi
   fi
   echo "$verdict"
