@@ -58,6 +58,8 @@ make_copy() {  # make_copy DIR
   git ls-files --cached --others --exclude-standard -z | (cd "$ROOT" && xargs -0 cp --parents -t "$1/src") || return 1
   cmake -S "$1/src" -B "$1/build" "${gen[@]}" "${arch[@]}" -DCMAKE_BUILD_TYPE=Release >"$1/configure.log" 2>&1 ||
     { echo "mutants.sh: configure failed ($1/configure.log)"; return 1; }
+  # The awkward-size tests run only where this copy's own gpu_check finds a GPU (scripts/if_gpu.sh).
+  cmake --build "$1/build" --target gpu_check >>"$1/configure.log" 2>&1 || { echo "mutants.sh: gpu_check does not build"; return 1; }
 }
 
 # A GPU first: the gpu_check of BUILD_DIR (default build) when built, else one built in a copy.
@@ -67,7 +69,6 @@ fresh=0  # scratch copies made already
 if [ ! -x "$check" ]; then
   make_copy "$SCRATCH/w0" || exit 1
   fresh=1
-  cmake --build "$SCRATCH/w0/build" --target gpu_check >/dev/null 2>&1 || { echo "mutants.sh: gpu_check does not build"; exit 1; }
   check=$SCRATCH/w0/build/bin/gpu_check
 fi
 "$check" >/dev/null 2>&1
@@ -97,6 +98,10 @@ one_mutant() {  # one_mutant DIR PATCH
     caught=""
     (cd "$build" && ctest --no-tests=error --timeout "$limit" -R "^${lesson}\.(quick|awkward\.[0-9]+)$" >>"$log" 2>&1) ||
       caught="its CTest --quick/awkward runs failed$(grep -q 'Timeout' "$log" && echo ", one by running past $limit s (a hang)")"
+    # A skipped run checked nothing: on the GPU the mutants run on, every one of them must run.
+    if [ -z "$caught" ] && grep -q '(Skipped)' "$log"; then
+      caught=ERROR; verdict="ERROR     $p: a CTest run was skipped, so it checked nothing ($log)"
+    fi
     if [ -z "$caught" ]; then
       while read -r flags; do
         [ -n "$flags" ] || continue
