@@ -161,11 +161,8 @@ int main(int argc, char** argv) {
     lesson::require_device_memory(N * 3 * sizeof(float), "--n=" + std::to_string(n));
 
     lesson::Report report("00_vector_add");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("threads_per_block", threads);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: n, threads, repeat, seed, ...
 
     // Part 1: the original text's example, 1000 elements (random, not constant, inputs).
     {

@@ -77,11 +77,8 @@ int main(int argc, char** argv) {
 
     // TEMPLATE: the report's name is the folder's name, "NN_name".
     lesson::Report report("_template");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("threads_per_block", threads);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: n, threads, repeat, seed, ...
 
     // 3. Random inputs (never constants: 1 + 2 = 3 everywhere hides wrong indexing).
     std::vector<float> h_x(N), h_y(N);

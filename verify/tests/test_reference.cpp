@@ -73,3 +73,35 @@ TEST_CASE("report: JSON escapes text and writes NaN as null", "[report]") {
     CHECK(j.find("\"rate\":null") != std::string::npos);
     CHECK(j.find("\"result\":\"FAIL\"") != std::string::npos);
 }
+
+TEST_CASE("report: config_from records every parsed flag once, output paths aside", "[report]") {
+    lesson::CommonOptions opt;
+    int64_t decode_n = 1000;
+    double cutoff = 0.5;
+    std::string precision = "bf16", out;
+    bool causal = false;
+    lesson::Cli cli("x", "a test");
+    lesson::add_common_flags(cli, opt);
+    cli.add_int("decode-n", &decode_n, 1, 1 << 20, "keys");
+    cli.add_double("cutoff", &cutoff, 0.0, 1.0, "radius");
+    cli.add_string("precision", &precision, "which");
+    cli.add_switch("causal", &causal, "mask");
+    cli.add_output("out", &out, "a file");
+    const char* argv[] = {"x", "--decode-n=77", "--causal", "--seed=5"};
+    std::string error;
+    REQUIRE(cli.parse(4, argv, &error) == lesson::Cli::Status::Ok);
+    lesson::Report r("00_vector_add");
+    r.config("seed", int64_t(1));
+    r.config_from(cli);
+    r.config("decode_n", int64_t(78));  // a key given again replaces its value
+    const std::string j = r.json(false);
+    CHECK(j.find("\"decode_n\":78") != std::string::npos);
+    CHECK(j.find("\"decode_n\":77") == std::string::npos);
+    CHECK(j.find("\"seed\":5") != std::string::npos);
+    CHECK(j.find("\"seed\":1") == std::string::npos);
+    CHECK(j.find("\"cutoff\":0.5") != std::string::npos);
+    CHECK(j.find("\"precision\":\"bf16\"") != std::string::npos);
+    CHECK(j.find("\"causal\":true") != std::string::npos);
+    CHECK(j.find("\"out\"") == std::string::npos);
+    CHECK(j.find("\"json\"") == std::string::npos);
+}

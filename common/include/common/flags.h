@@ -132,6 +132,27 @@ public:
         return false;
     }
 
+    // Every flag but the output paths, after parsing: name, kind and value as JSON text
+    // ("512", "0.5", "\"bf16\"", "true"); what Report::config_from records of a run.
+    struct Value {
+        std::string name;
+        std::string json;
+        bool text;  // a string flag (printed without its quotes)
+    };
+    std::vector<Value> values() const {
+        std::vector<Value> v;
+        for (const Opt& o : opts_) {
+            switch (o.kind) {
+                case Kind::Int: v.push_back({o.name, std::to_string(*o.i), false}); break;
+                case Kind::Double: v.push_back({o.name, fmt_double(*o.d), false}); break;
+                case Kind::Switch: v.push_back({o.name, *o.b ? "true" : "false", false}); break;
+                case Kind::String: v.push_back({o.name, *o.s, true}); break;
+                case Kind::Output: break;
+            }
+        }
+        return v;
+    }
+
     // Marks which switch is --quick, so that integer flags take their quick values.
     void set_quick_switch(bool* quick) { quick_ = quick; }
 

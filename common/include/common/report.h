@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/flags.h"
 #include "common/gpu_class.h"
 #include "common/phases.h"
 
@@ -80,9 +81,26 @@ public:
         sms_ = sms;
         mem_gb_ = mem_gb;
     }
-    void config(const std::string& key, const std::string& value) { config_.push_back({key, quote(value)}); }
-    void config(const std::string& key, int64_t value) { config_.push_back({key, std::to_string(value)}); }
-    void config(const std::string& key, double value) { config_.push_back({key, num(value)}); }
+    // The device as the runtime describes it (a cudaDeviceProp; a template keeps this header free
+    // of CUDA's).
+    template <class Prop>
+    void device(const Prop& prop) {
+        device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    }
+    // A setting of the run; a key given again replaces its value.
+    void config(const std::string& key, const std::string& value) { set_config(key, quote(value)); }
+    void config(const std::string& key, int64_t value) { set_config(key, std::to_string(value)); }
+    void config(const std::string& key, double value) { set_config(key, num(value)); }
+    // Every flag of the command line as it was parsed (its name with '_' for '-'), output paths
+    // aside; a lesson adds with config() only what it derives (a size in MB, the shapes it checks).
+    void config_from(const Cli& cli) {
+        for (const Cli::Value& v : cli.values()) {
+            std::string key = v.name;
+            for (char& ch : key)
+                if (ch == '-') ch = '_';
+            set_config(key, v.text ? quote(v.json) : v.json);
+        }
+    }
 
     // A bound measured (or computed from the clock) in this run: ("PCIe H2D, burst of 64 MB copies", 55.1, "GB/s").
     void bound(const std::string& name, double value, const std::string& unit) {
@@ -398,6 +416,14 @@ private:
     int sms_ = 0;
     double mem_gb_ = 0;
     std::vector<std::pair<std::string, std::string>> config_;
+    void set_config(const std::string& key, const std::string& json) {
+        for (auto& kv : config_)
+            if (kv.first == key) {
+                kv.second = json;
+                return;
+            }
+        config_.push_back({key, json});
+    }
     std::vector<Named> bounds_, yardsticks_, metrics_;
     std::vector<Variant> variants_;
     std::vector<Check> checks_;
