@@ -103,6 +103,26 @@ TEST_CASE("flags: bad values are errors that name the flag and the range", "[fla
     CHECK(p.error.find("[1, 1099511627776]") != std::string::npos);
 }
 
+// The bad command lines every lesson shares (LESSON_COMMON_BAD_ARGS in lessons/CMakeLists.txt): the
+// lessons do not run them one by one, since the flags they test are add_common_flags' own.
+TEST_CASE("flags: the common flags reject the bad command lines every lesson shares", "[flags]") {
+    const std::vector<std::vector<const char*>> bad = {
+        {"--no-such-flag"}, {"--repeat=0"}, {"--repeat=abc"}, {"--seed=-1"},
+        {"--device=-1"},    {"--json="},    {"positional"},   {"--json=/nonexistent-dir/report.json"},
+        {"--json=/"}};
+    for (const auto& args : bad) {
+        Fixture f;
+        auto p = f.parse(args);
+        INFO("args: " << args[0]);
+        CHECK(p.status == lesson::Cli::Status::Error);
+        CHECK_FALSE(p.error.empty());
+    }
+    Fixture f;
+    CHECK(f.parse({"--json=/nonexistent-dir/report.json"}).error.find("does not exist") != std::string::npos);
+    Fixture g;
+    CHECK(g.parse({"--json=/"}).error.find("is a folder") != std::string::npos);
+}
+
 TEST_CASE("flags: --help is reported and usage lists every flag", "[flags]") {
     Fixture f;
     CHECK(f.parse({"--n=5", "--help"}).status == lesson::Cli::Status::Help);
