@@ -57,7 +57,7 @@ for md in lessons/[0-9][0-9]_*/README.md docs/*.md; do
   [[ "$text" == *"$title"* ]] || bad "$pdf does not contain its title '$title'"
   [[ "$course_text" == *"$title"* ]] || bad "course.pdf does not contain '$title'"
   if [[ "$md" == lessons/* ]]; then
-    exe=${name#[0-9][0-9]_}
+    exe=$(python3 scripts/lessons.py get "$name" executable)
     [[ "$text" == *"Exercises"* ]] || bad "$pdf has no Exercises section"
     [[ "$text" == *"nvccO3"* ]] || bad "$pdf has no nvcc build command"
     [[ "$text" == *"$exe"* ]] || bad "$pdf never names its executable $exe"

@@ -49,6 +49,8 @@ import subprocess
 import sys
 import time
 
+import lessons  # scripts/lessons.py: each lesson's manifest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LESSONS = os.path.join(ROOT, "lessons")
 SOURCES = (".cu", ".cuh", ".h", ".cpp")
@@ -59,8 +61,6 @@ HINT = re.compile(r"^\s*//\s*HINT:\s?(.*)$")
 STUB = re.compile(r"^\s*//\s*STUB:\s?(.*)$")
 # Speed bands: the learner's rate as a fraction of the reference solution's, same run.
 BANDS = [("A", 0.90), ("B", 0.75), ("C", 0.50), ("D", 0.0)]
-UNGRADED_WHY = ("the lesson's times are kernel-launch overhead (a few microseconds), not the work of the "
-                "code you write: GRADE \"K=-\" in its CMakeLists.txt")
 MAX_SPREAD = 0.10      # (max - min) / median of the runs' rates: above it, timing is noise
 MAX_CLOCK_DROP = 0.10  # SM clock at the end below 90% of the start: the GPU throttled
 
@@ -72,19 +72,11 @@ def die(msg, code=2):
     sys.exit(code)
 
 
-def lesson_dirs():
-    return sorted(d for d in os.listdir(LESSONS) if re.match(r"^\d\d_", d) and os.path.isdir(os.path.join(LESSONS, d)))
-
-
 def find_lesson(arg):
-    names = lesson_dirs()
-    if arg in names:
-        return arg
-    if re.fullmatch(r"\d{1,2}", arg):
-        hit = [d for d in names if d.startswith("%02d_" % int(arg))]
-        if hit:
-            return hit[0]
-    die("no lesson '%s'; lessons: %s" % (arg, " ".join(d[:2] for d in names)))
+    name = lessons.find(arg)
+    if name is None:
+        die("no lesson '%s'; lessons: %s" % (arg, " ".join(d[:2] for d in lessons.names())))
+    return name
 
 
 def source_files(folder):
@@ -253,20 +245,6 @@ def start(lesson, k, planted, force, out_root):
 
 # ---- check -------------------------------------------------------------------------------
 
-def lesson_cmake_args(lesson):
-    """AWKWARD, GRADE, FOCUS and GRADE_SIZE entries of the lesson's add_lesson(...) call."""
-    text = open(os.path.join(LESSONS, lesson, "CMakeLists.txt"), encoding="utf-8").read()
-    m = re.search(r"add_lesson\((.*?)\)\s*$", text, re.S | re.M)
-    tokens = shlex.split(m.group(1), comments=True) if m else []
-    out, key = {"AWKWARD": [], "GRADE": [], "FOCUS": [], "GRADE_SIZE": [], "LIBS": [], "BAD_ARGS": []}, None
-    for t in tokens[1:]:
-        if t in out:
-            key = t
-        elif key:
-            out[key].append(t)
-    return out
-
-
 def gpu_state():
     try:
         q = subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu",
@@ -312,7 +290,7 @@ def build(build_dir, target, extra):
     rc = 0
     if extra or not configured:
         # A configured reference folder is not configured again (seconds saved on every check):
-        # cmake --build configures it again by itself when a CMakeLists.txt changed. A learner's
+        # cmake --build configures it again by itself when a CMakeLists.txt or lesson.json changed. A learner's
         # folder always is, so that it points at the learner's copy.
         rc, _ = run(["cmake", "-S", ROOT, "-B", build_dir] + gen + ["-DCMAKE_BUILD_TYPE=Release"] + extra, log)
     if rc == 0:
@@ -353,8 +331,8 @@ def uses_shared_memory(src_dir):
 
 
 def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
-    exe = re.sub(r"^\d\d_", "", lesson)
-    cm = lesson_cmake_args(lesson)
+    cm = lessons.manifest(lesson)
+    exe = cm["executable"]
     ref_build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
     ref_build = ref_build if os.path.isabs(ref_build) else os.path.join(ROOT, ref_build)
     ex_root = os.environ.get("EXERCISES_DIR", os.path.join(ROOT, "exercises"))
@@ -388,8 +366,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     os.makedirs(logs, exist_ok=True)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
-    focus = shlex.split(" ".join(cm["FOCUS"]))
-    timed_args = shlex.split(" ".join(cm["GRADE_SIZE"])) + focus  # the timed runs' size and focus
+    focus = shlex.split(cm["focus"])
+    timed_args = shlex.split(cm["grade_size"]) + focus  # the timed runs' size and focus
 
     # 0. The part of the lesson the exercises change, at --quick size, first: where it cannot run
     #    on this GPU (a rung that needs a newer GPU, more shared memory, an sm_90a image), the
@@ -409,12 +387,12 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     # 1. Correctness: the lesson's own verification, at the default size and at the awkward ones,
     #    while
     # 2. compute-sanitizer memcheck and racecheck run at --quick size (restricted to the lesson's
-    #    FOCUS, the part the exercises change). None of it is timed, so it shares the GPU, up to
-    #    five programs at once; only where the lesson has neither FOCUS nor GRADE_SIZE is the
+    #    "focus", the part the exercises change). None of it is timed, so it shares the GPU, up to
+    #    five programs at once; only where the lesson has neither "focus" nor "grade_size" is the
     #    default-size run also your first timed run, and then it runs alone, first.
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
-    for i, a in enumerate(cm["AWKWARD"], 1):
+    for i, a in enumerate(cm["awkward"], 1):
         jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
     # racecheck finds hazards on shared memory only. Where the code checked declares none, it would
     # check only library kernels (cuBLAS, cuFFT), none of them the exercise: it is not run, and the
@@ -482,18 +460,20 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         write_report(json_path, rep)
         sys.exit(1)
 
-    # GRADE "K=variant name" entries name the variant each exercise writes; without them the
-    # lesson's key result is graded.
-    named = {g.split("=", 1)[1] for g in cm["GRADE"]}
-    if named == {"-"}:  # GRADE "K=-": nothing to time
+    # The manifest's "grade" names the variants the exercises write; without it the lesson's key
+    # result is graded, unless "ungraded" says why nothing is.
+    named = {v for variants in cm["grade"].values() for v in variants}
+    if not named and cm["ungraded"]:
+        why = "; ".join(cm["ungraded"].values())
+        why = "%s (\"ungraded\" in lessons/%s/lesson.json)" % (why, lesson)
         rep["grade"] = "ungraded"
-        rep["ungraded_why"] = UNGRADED_WHY
+        rep["ungraded_why"] = why
         rep["seconds"] = round(time.time() - t0, 1)
         print("exercise: PASS (correct at %s%s); no speed grade: %s"
-              % (every_size, ", sanitizers clean" if sanitize else "", UNGRADED_WHY))
+              % (every_size, ", sanitizers clean" if sanitize else "", why))
         write_report(json_path, rep)
         sys.exit(0)
-    graded = sorted(named - {"-"}) or ["key result"]
+    graded = sorted(named) or ["key result"]
     before = gpu_state()
     rates = {"mine": {}, "ref": {}}      # the variant's rate in each run
     fractions = {"mine": {}, "ref": {}}  # ... and as a fraction of the bound or yardstick of that run (or None)
@@ -508,7 +488,7 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             else:
                 v = variant_rate(report, name)
             if v is None or v.get("rate") is None:
-                die("the lesson's JSON has no rate for '%s' (GRADE in lessons/%s/CMakeLists.txt)" % (name, lesson))
+                die("the lesson's JSON has no rate for '%s' (\"grade\" in lessons/%s/lesson.json)" % (name, lesson))
             rates[who].setdefault(name, []).append(v["rate"])
             f = v.get("fraction")
             fractions[who].setdefault(name, []).append(f if isinstance(f, (int, float)) and f > 0 else None)
@@ -526,8 +506,8 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         return secs
 
     # 3. Speed: the graded variants of your build and of the reference, alternating, one at a time.
-    #    The lesson's FOCUS flags (a --rung, a --mode) leave out what the exercises do not touch,
-    #    its GRADE_SIZE makes a long run shorter; without either, your default-size run above is
+    #    The lesson's "focus" flags (a --rung, a --mode) leave out what the exercises do not touch,
+    #    its "grade_size" makes a long run shorter; without either, your default-size run above is
     #    your first timed run.
     try:
         if timed_args:
@@ -687,7 +667,7 @@ def grade_columns():
 
 def first_regions():
     """(lesson, first region of exercise K) for every marked exercise of the course, in order."""
-    for lesson in lesson_dirs():
+    for lesson in lessons.names():
         try:
             regions = lesson_regions(lesson)
         except ValueError as e:
@@ -704,25 +684,20 @@ def list_all():
         print("%s %d: %s" % (lesson, r.k, r.task))
 
 
-def difficulty(lesson):
-    n = int(lesson[:2])
-    return "easy" if n <= 4 else ("hard" if n in (13, 14, 15, 16, 20, 21) else "medium")
-
-
 def table():
     cols = grade_columns()
     print("| lesson | K | task | difficulty | what PASS requires | speed graded on | planted answer |" +
           "".join(" %s |" % h for h, _ in cols))
     print("|---|---:|---|---|---|---|---|" + "---|" * len(cols))
     for lesson, r in first_regions():
-        cm = lesson_cmake_args(lesson)
-        graded = [g.split("=", 1)[1] for g in cm["GRADE"] if g.split("=", 1)[0] == str(r.k)] or ["the key result"]
-        graded = ["not graded (launch overhead)" if g == "-" else g for g in graded]
-        sizes = "; ".join("`%s`" % a for a in cm["AWKWARD"]) or "no other size"
+        cm = lessons.manifest(lesson)
+        graded = cm["grade"].get(str(r.k)) or (["not graded (launch overhead)"] if str(r.k) in cm["ungraded"]
+                                               else ["the key result"])
+        sizes = "; ".join("`%s`" % a for a in cm["awkward"]) or "no other size"
         planted = os.path.exists(os.path.join(LESSONS, lesson, "exercises", "%d.planted" % r.k))
         tools = "memcheck and racecheck" if uses_shared_memory(os.path.join(LESSONS, lesson)) else "memcheck"
         print("| %s | %d | %s | %s | the lesson's checks at the default size and at %s; %s "
-              "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), difficulty(lesson), sizes, tools,
+              "clean | %s | %s |" % (lesson, r.k, r.task.replace("|", "/"), cm["difficulty"], sizes, tools,
                                       "; ".join(graded), "yes" if planted else "no") +
               "".join(" %s |" % cells.get(lesson, "not run") for _, cells in cols))
 
@@ -744,7 +719,7 @@ def main(argv):
         if f not in allowed[cmd]:
             die("%s does not take %s" % (cmd, f))
     if cmd == "lint":
-        lint([find_lesson(a) for a in pos] if pos else lesson_dirs())
+        lint([find_lesson(a) for a in pos] if pos else lessons.names())
     elif cmd == "table":
         if pos:
             die("table takes no arguments")

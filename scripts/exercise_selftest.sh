@@ -4,8 +4,8 @@
 #   1. the unsolved copy (scripts/exercise.sh start NN K) builds and FAILs its check;
 #   2. the planted wrong answer (lessons/NN_name/exercises/K.planted) PASSes the default size
 #      but is caught: it FAILs an awkward size or a sanitizer;
-#   3. the reference solution (check --solution) PASSes with grade A (or, where the lesson says
-#      GRADE "K=-" because its times are launch overhead, PASSes ungraded).
+#   3. the reference solution (check --solution) PASSes with grade A (or, where the lesson's
+#      manifest says "ungraded" because its times are launch overhead, PASSes ungraded).
 # BUILD is the configured build folder (its bin/ holds the reference solutions).
 # ONLY="00 12" in the environment limits it to those lessons; SELFTEST_JOBS (default 4) is how many
 # steps 1-2 (correctness only, nothing timed) share the GPU at once. Step 3 is timed: one at a time.
@@ -36,7 +36,7 @@ build_kind() {  # kind K -> sets the folder $W/build-kind-K
     set -- $p
     [ "$2" = "$k" ] || continue
     $EX start "$1" "$k" $flag --out="$W/src-$kind-$k" --force >/dev/null || { bad "$1 exercise $k: start $flag"; continue; }
-    targets+=("${1#[0-9][0-9]_}")
+    targets+=("$(python3 "$ROOT/scripts/lessons.py" get "$1" executable)")
   done
   [ ${#targets[@]} -gt 0 ] || return 0
   cmake -S "$ROOT" -B "$W/build-$kind-$k" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
@@ -50,12 +50,13 @@ for k in $(printf '%s\n' "${pairs[@]}" | awk '{print $2}' | sort -u); do
 done
 
 # The reference programs first, once: every check below finds them built (no two builds in one folder).
-refs=(); for p in "${pairs[@]}"; do set -- $p; refs+=("${1#[0-9][0-9]_}"); done
+refs=(); for p in "${pairs[@]}"; do set -- $p; refs+=("$(python3 "$ROOT/scripts/lessons.py" get "$1" executable)"); done
 cmake --build "$B" --parallel "$(nproc)" --target $(printf '%s\n' "${refs[@]}" | sort -u) >"$W/build-reference.log" 2>&1 ||
   bad "build of the reference programs (log $W/build-reference.log)"
 # Steps 1 and 2 check correctness only (no timing): JOBS of them share the GPU at once.
 one_pair() {  # lesson K -> prints ok/FAIL lines
-  local lesson=$1 k=$2 exe=${1#[0-9][0-9]_} rc caught
+  local lesson=$1 k=$2 exe rc caught
+  exe=$(python3 "$ROOT/scripts/lessons.py" get "$lesson" executable)
   # 1. Unsolved: must FAIL (exit 1), never PASS.
   $EX check "$lesson" --exe="$W/build-unsolved-$k/bin/$exe" --no-sanitize --no-speed >"$W/$lesson-$k-unsolved.log" 2>&1
   rc=$?
@@ -88,7 +89,7 @@ for lesson in $(printf '%s\n' "${pairs[@]}" | awk '{print $1}' | sort -u); do
   rc=$?
   grade=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('grade'))" "$W/$lesson-solution.json" 2>/dev/null)
   secs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('seconds'))" "$W/$lesson-solution.json" 2>/dev/null)
-  # "ungraded" comes only from GRADE "K=-" (exercise.py); any other refusal leaves no grade.
+  # "ungraded" comes only from the manifest's "ungraded" (exercise.py); any other refusal leaves no grade.
   [ $rc = 0 ] && { [ "$grade" = A ] || [ "$grade" = ungraded ]; } && echo "ok: $lesson reference solution PASS, grade $grade (${secs} s)" ||
     bad "$lesson reference solution: exit $rc, grade $grade (log $W/$lesson-solution.log)"
 done

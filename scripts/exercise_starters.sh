@@ -11,7 +11,7 @@ rm -rf "$OUT" && mkdir -p "$OUT/src" || exit 2
 targets=()
 while read -r lesson; do
   python3 "$ROOT/scripts/exercise.py" start "$lesson" --out="$OUT/src" --force >/dev/null || exit 1
-  targets+=("${lesson#[0-9][0-9]_}")
+  targets+=("$(python3 "$ROOT/scripts/lessons.py" get "$lesson" executable)")
 done < <(python3 "$ROOT/scripts/exercise.py" list | cut -d' ' -f1 | uniq)
 [ ${#targets[@]} -gt 0 ] || { echo "exercise_starters: no lesson marks an exercise"; exit 1; }
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)

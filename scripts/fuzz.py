@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+import lessons  # scripts/lessons.py: each lesson's manifest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT_S = 180  # one drawn run: a hang is stopped here and counted as a failure
 
@@ -113,7 +115,7 @@ def draw(space, lesson, rng):
 
 
 def exe_of(bin_dir, lesson):
-    return os.path.join(bin_dir, re.sub(r"^\d\d_", "", lesson))
+    return os.path.join(bin_dir, lessons.manifest(lesson)["executable"])
 
 
 def run_one(bin_dir, lesson, args, log_dir, index):

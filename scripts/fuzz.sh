@@ -50,8 +50,7 @@ command -v python3 >/dev/null || { echo "fuzz.sh: needs python3" >&2; exit 1; }
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 # The lessons the pattern picks, as folder names (the fuzzer checks them against its space).
 lessons=()
-for d in lessons/[0-9][0-9]_*/; do
-  name=$(basename "$d")
+for name in $(python3 scripts/lessons.py list); do
   [[ "$name" == $ONLY ]] && lessons+=("$name")
 done
 [ ${#lessons[@]} -gt 0 ] || bad "no lesson matches --only=$ONLY"
@@ -62,7 +61,7 @@ if [ "$DO_BUILD" = 1 ]; then
     { cat "$BUILD.configure.log"; echo "fuzz.sh: configure failed"; exit 1; }
   rm -f "$BUILD.configure.log"
   targets=(gpu_check)
-  for name in "${lessons[@]}"; do targets+=("${name#[0-9][0-9]_}"); done
+  for name in "${lessons[@]}"; do targets+=("$(python3 scripts/lessons.py get "$name" executable)"); done
   cmake --build "$BUILD" --parallel "$(nproc)" --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
     { tail -n 40 "$BUILD.build.log"; echo "fuzz.sh: build failed (full log: $BUILD.build.log)"; exit 1; }
   rm -f "$BUILD.build.log"

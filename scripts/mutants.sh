@@ -37,7 +37,8 @@ for arg in "$@"; do
       continue ;;
     -*) echo "mutants.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
-  found=$(compgen -G "lessons/${arg}*/mutants/*.patch" || true)
+  dir=$(python3 scripts/lessons.py find "$arg" 2>/dev/null)
+  found=$([ -n "$dir" ] && compgen -G "lessons/$dir/mutants/*.patch" || true)
   [ -n "$found" ] || { echo "mutants.sh: no lesson '$arg' with mutants (lessons/NN_name/mutants/*.patch)" >&2; exit 2; }
   mapfile -t -O ${#patches[@]} patches <<<"$found"
 done
@@ -84,7 +85,7 @@ one_mutant() {  # one_mutant DIR PATCH
   local src=$dir/src build=$dir/build
   local lesson exe what log verdict caught flags rc limit
   lesson=$(basename "$(dirname "$(dirname "$p")")")
-  exe=${lesson#[0-9][0-9]_}
+  exe=$(python3 "$ROOT/scripts/lessons.py" get "$lesson" executable)
   what=$(head -n 1 "$p")
   limit=$(sed -n '2,/^\(---\|diff \)/p' "$p" | sed -n 's/^timeout: \([0-9][0-9]*\)$/\1/p' | head -n 1)
   limit=${limit:-$LIMIT}

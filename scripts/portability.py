@@ -37,6 +37,7 @@ import subprocess
 import sys
 
 import generated_block  # scripts/generated_block.py
+import lessons  # scripts/lessons.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY = os.path.join(ROOT, "docs", "results", "portable.json")
@@ -207,10 +208,8 @@ def quick_cell(report):
 
 
 def quick_table(quick_dir, out, no_gpu):
-    lessons = sorted(d for d in os.listdir(os.path.join(ROOT, "lessons"))
-                     if re.match(r"^\d\d_", d) and os.path.exists(os.path.join(ROOT, "lessons", d, "main.cu")))
     lines = ["| lesson | --quick in the sm_80 build (compute_80 PTX + sm_80 code) |", "|---|---|"]
-    for lesson in lessons:
+    for lesson in lessons.names():
         path = os.path.join(quick_dir, lesson + ".json")
         if no_gpu:
             cell = "SKIP (no CUDA GPU)"

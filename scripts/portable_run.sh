@@ -5,8 +5,9 @@
 # With LESSON_GPU_LIMITS=CLASS (sm_75, sm_80, sm_86, sm_89, sm_100, sm_120; docs/setup.md), or
 # with it unset where CLASS is sm_90 (the plain run of this GPU), runs PROGRAM
 #   --quick --json=JSON            the whole lesson at its small sizes, its report kept in JSON
-# and then each RUN, one command line of flags (split at spaces, like add_lesson's AWKWARD and
-# FOCUS entries), each under `timeout` (PORTABLE_TIMEOUT seconds, default 300: a hang fails).
+# and then each RUN, one command line of flags (split at spaces, like the "awkward" and "focus"
+# entries of a lesson's manifest), each under `timeout` (PORTABLE_TIMEOUT seconds, default 300:
+# a hang fails).
 # Passes when every run exits 0 (PASS) or 77 with a last line `RESULT: SKIP (<reason>)`, a
 # reason given: on a smaller GPU a rung that cannot run is skipped with a reason, never failed,
 # never crashed. Any other exit (a FAIL, bad input, a crash, a timeout) fails the test and names

@@ -5,7 +5,7 @@
 #
 # LESSON is a number (17), a folder name (17_fusion_roofline) or a program name
 # (fusion_roofline). The lesson runs at --quick size (--repeat=1) under ncu, which
-# profiles its key kernel (the table below) with the sections that answer the
+# profiles its key kernel (the "profile" of its manifest) with the sections that answer the
 # first questions about a kernel: SpeedOfLight (how close to the memory and
 # compute peaks), MemoryWorkloadAnalysis (which level of the memory hierarchy,
 # how many bytes), Occupancy (how many warps, what limits them) and
@@ -23,25 +23,14 @@ cd "$(dirname "$0")/.."
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "profile.sh: $1" >&2; echo "usage: scripts/profile.sh LESSON [--rung=N] [--count=K] [-- LESSON_FLAGS...] (--help)" >&2; exit 2; }
 
-# Key kernels: lesson folder | kernel names (alternatives of a regex) | the lesson's flags
-# besides --quick --repeat=1 (a --rung here is the default rung; --rung=N replaces it).
-# Lessons with a ladder profile their best rung by default; the names cover every rung,
-# so --rung=N profiles another one. ncu matches "(^|::)(NAMES)($|[<(])" against each
-# kernel's function name: with or without a namespace, any template arguments, and never
-# a library kernel (CUB's and cuBLAS's names start otherwise).
-KEY_KERNELS='
-00_vector_add|vectorAdd4|
-02_matrix_add_multi_block|addMatricesVec4|
-03_batched_3d_grid|addMatricesBatchedVec4|
-06_tiled_matmul|matMulTiled|
-07_gaussian_blur|blur3x3[A-Za-z]*|
-12_transpose|transposeWide|
-13_matmul_ladder|sgemm[A-Za-z0-9]*|--rung=7
-14_reduction|reduce(Interleaved|Strided|Sequential|Coarsened|WarpShuffle|Cg|Vec4|LastBlock)|--rung=8
-15_scan|scanTiles|scanSinglePass|--rung=5
-16_histogram|histogram[A-Za-z]*|--rung=4
-17_fusion_roofline|square|addOne|relu|squareAddRelu|squareAddReluCoarsened|roofSweep|--rung=2 --n=8388608
-'
+# The key kernels are the "profile" of the lesson's manifest (lessons/NN_name/lesson.json,
+# scripts/lessons.py): "kernels", names (regular expressions) that ncu matches as
+# "(^|::)(NAME|NAME...)($|[<(])" against each kernel's function name (with or without a
+# namespace, any template arguments, and never a library kernel: CUB's and cuBLAS's names
+# start otherwise), and "args", the lesson's flags besides --quick --repeat=1 (a --rung there
+# is the default rung; --rung=N replaces it). Lessons with a ladder profile their best rung by
+# default; the names cover every rung, so --rung=N profiles another one.
+LESSONS="python3 scripts/lessons.py"
 
 LESSON=""; RUNG=""; COUNT=1; EXTRA=()
 while [ $# -gt 0 ]; do
@@ -58,17 +47,14 @@ done
 [ -n "$LESSON" ] || bad "which lesson? (e.g. scripts/profile.sh 17)"
 
 # The lesson's folder, from a number, a folder name or a program name.
-dir=""
-for d in lessons/[0-9][0-9]_*/; do
-  d=${d%/}; name=${d#lessons/}
-  if [ "$LESSON" = "$name" ] || [ "$LESSON" = "${name:0:2}" ] || [ "$LESSON" = "${name#[0-9][0-9]_}" ] ||
-     { [[ "$LESSON" =~ ^[0-9]$ ]] && [ "0$LESSON" = "${name:0:2}" ]; }; then dir=$name; fi
-done
-[ -n "$dir" ] || bad "no lesson '$LESSON' (lessons: $(cd lessons && ls -d [0-9][0-9]_* | tr '\n' ' '))"
-row=$(printf '%s\n' "$KEY_KERNELS" | grep "^$dir|" || true)
-[ -n "$row" ] || bad "lesson $dir has no key kernel in the table of scripts/profile.sh (lessons with one: $(printf '%s\n' "$KEY_KERNELS" | cut -d'|' -f1 | xargs))"
-defaults=${row##*|}                      # the last field
-names=${row#*|}; names=${names%|*}       # between the first and the last | (may hold | itself)
+dir=$($LESSONS find "$LESSON" 2>/dev/null) ||
+  bad "no lesson '$LESSON' (lessons: $($LESSONS list | cut -c1-2 | xargs))"
+names=$($LESSONS get "$dir" profile.kernels | paste -sd'|')
+if [ -z "$names" ]; then
+  with=$(for d in $($LESSONS list); do [ -n "$($LESSONS get "$d" profile.kernels)" ] && echo "${d:0:2}"; done | xargs)
+  bad "lesson $dir has no key kernel (no \"profile\" in lessons/$dir/lesson.json; lessons with one: $with)"
+fi
+defaults=$($LESSONS get "$dir" profile.args)
 regex="(^|::)($names)(\$|[<(])"
 read -r -a args <<<"$defaults"
 if [ -n "$RUNG" ]; then
@@ -91,7 +77,7 @@ fi
 
 BUILD=${BUILD_DIR:-build}
 case "$BUILD" in /*) ;; *) BUILD=$(pwd)/$BUILD ;; esac
-exe_name=${dir#[0-9][0-9]_}
+exe_name=$($LESSONS get "$dir" executable)
 exe="$BUILD/bin/$exe_name"
 if [ ! -x "$exe" ]; then
   [ -f "$BUILD/CMakeCache.txt" ] || { echo "profile.sh: $exe is not built; build it first: cmake -S . -B $BUILD && cmake --build $BUILD --target $exe_name" >&2; exit 1; }
