@@ -90,3 +90,17 @@ TEST_CASE("chunked: add_computed (reference from the global index, no buffer) gi
     CHECK(c.rel_l2 == b.rel_l2);
     CHECK(c.max_abs == b.max_abs);
 }
+
+TEST_CASE("chunked: the pooled reference equals chunk i read from staged chunk i % pool", "[chunked]") {
+    const uint64_t per_matrix = 7 * 7, matrices = 37, chunk = 5, seed = 11;
+    const auto plan = lesson::plan_chunks(matrices, chunk);  // 7 chunks of 5, one of 2
+    const uint64_t count = matrices * per_matrix, chunk_elems = chunk * per_matrix;
+    for (uint64_t pool : {uint64_t(1), uint64_t(3), plan.count}) {
+        std::vector<double> pooled(count), by_chunk(count);
+        verify::pooled_add_reference(pooled.data(), count, seed, chunk_elems, pool);
+        for (uint64_t i = 0; i < plan.count; ++i)  // chunk i at its own offset, inputs of staged chunk i % pool
+            verify::chunk_add_reference(by_chunk.data() + plan.at(i).first * per_matrix, plan.at(i).count * per_matrix,
+                                        seed, plan.at(i % pool).first * per_matrix);
+        for (uint64_t g = 0; g < count; ++g) REQUIRE(pooled[g] == by_chunk[g]);
+    }
+}

@@ -8,6 +8,7 @@
 // alone, not from the buffers that were sent: a chunk generated or copied at
 // the wrong offset fails the check.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include "verify/parallel.h"
@@ -30,6 +31,17 @@ inline void chunk_add_reference(double* ref, uint64_t count, uint64_t seed, uint
     parallel_blocks(count, items_per_block(1), [=](uint64_t begin, uint64_t end) {
         for (uint64_t i = begin; i < end; ++i) ref[i] = chunk_add_value(seed, first + i);
     });
+}
+
+// ref[0..count) = C = A + B when the inputs come from a staging pool (lesson 05): C is cut into
+// chunks of chunk_elems elements, and chunk i carries the inputs of chunk i % pool_chunks. With a
+// pool that holds every chunk, element g's inputs are its own, as in chunk_add_reference.
+inline void pooled_add_reference(double* ref, uint64_t count, uint64_t seed, uint64_t chunk_elems,
+                                 uint64_t pool_chunks) {
+    const uint64_t pooled = pool_chunks * chunk_elems;  // the elements the pool holds
+    if (count <= pooled) return chunk_add_reference(ref, count, seed, 0);
+    for (uint64_t first = 0; first < count; first += chunk_elems)
+        chunk_add_reference(ref + first, std::min(chunk_elems, count - first), seed, first % pooled);
 }
 
 }  // namespace verify
