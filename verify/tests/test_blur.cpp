@@ -3,6 +3,7 @@
 #include <vector>
 #include "catch_shim.hpp"
 #include "verify/blur.h"
+#include "verify/random.h"
 
 // Pixel (x, y) of a row-major width-wide image.
 static double at(const std::vector<double>& img, int64_t width, int64_t x, int64_t y) { return img[y * width + x]; }
@@ -117,5 +118,28 @@ TEST_CASE("blur3x3: non-square sizes", "[blur]") {
         verify::blur3x3_reference(t.data(), ot.data(), h, w);  // the kernel is symmetric
         for (int64_t y = 0; y < h; ++y)
             for (int64_t x = 0; x < w; ++x) CHECK(oa[y * w + x] == ot[x * h + y]);
+    }
+}
+
+TEST_CASE("blur3x3: a batch check passes a correct batch and finds one wrong pixel", "[blur]") {
+    // Small images (a group at a time, one image per thread) and large ones (one at a time).
+    for (const int64_t side : {int64_t(9), int64_t(300)}) {
+        const int64_t count = side < 100 ? 300 : 3, pixels = side * side;
+        std::vector<float> in(size_t(count * pixels)), out(in.size());
+        verify::fill_uniform(in.data(), in.size(), 7);
+        std::vector<double> ref(static_cast<size_t>(pixels));
+        for (int64_t k = 0; k < count; ++k) {
+            verify::blur3x3_reference(in.data() + k * pixels, ref.data(), side, side);
+            for (int64_t i = 0; i < pixels; ++i) out[size_t(k * pixels + i)] = float(ref[size_t(i)]);
+        }
+        const lesson::Check good = verify::check_blurred_images(in.data(), out.data(), side, side, count, "batch");
+        CHECK(good.pass);
+        CHECK(good.checked == uint64_t(count * pixels));
+        const int64_t wrong = (count - 1) * pixels + 5;  // a pixel of the last image
+        out[size_t(wrong)] += 1.0f;
+        const lesson::Check bad = verify::check_blurred_images(in.data(), out.data(), side, side, count, "batch");
+        CHECK(!bad.pass);
+        CHECK(bad.first_bad == wrong);
+        CHECK(bad.bad_count == 1);
     }
 }
