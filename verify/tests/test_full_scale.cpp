@@ -2,6 +2,7 @@
 // blur's sum to the raw sum, the every-image check and the sample of a chunk. The GPU kernel's
 // float arithmetic is replayed here in the kernel's order (threads of 4 columns x 32 rows), so
 // the bound is tested against the very roundings it must cover.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -143,4 +144,20 @@ TEST_CASE("full_scale: sample_images picks distinct images of the chunk, determi
     }
     // Other chunks (or seeds) pick other images.
     CHECK(verify::sample_images(0, 1000, 4, 2026, 1) != verify::sample_images(0, 1000, 4, 2026, 2));
+}
+
+TEST_CASE("full_scale: the sampled reference equals one image at a time, made on many threads", "[full_scale]") {
+    const int64_t side = 12;
+    const std::vector<uint64_t> images = {3, 9, 10, 41, 42, 43, 57, 60, 61, 62, 70, 71, 72, 80, 81, 82, 90, 99};
+    auto make = [&](uint64_t i, float* pixels) {  // image i: a function of its index alone
+        const std::vector<float> img = random_image(side, 1000 + i);
+        std::copy(img.begin(), img.end(), pixels);
+    };
+    const std::vector<double> stats = verify::sampled_stats_reference(images, side, make);
+    REQUIRE(stats.size() == images.size() * verify::kStatFields);
+    for (size_t k = 0; k < images.size(); ++k) {
+        double one[verify::kStatFields];
+        verify::image_stats_reference(random_image(side, 1000 + images[k]).data(), side, one);
+        for (int f = 0; f < verify::kStatFields; ++f) CHECK(stats[k * verify::kStatFields + f] == one[f]);
+    }
 }
