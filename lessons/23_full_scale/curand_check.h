@@ -1,6 +1,7 @@
 // Lesson 23 of the course (the full-scale run): the check of a cuRAND host API call, used by
 // main.cu. cuRAND returns a curandStatus_t, not a cudaError_t; a failed call takes the same exit
 // path as CUDA_CHECK (common/check.h): the call, file and line, RESULT: FAIL, exit 1.
+// Run: ./build/bin/full_scale [--quick]   (README.md is the handout)
 #pragma once
 #include <curand.h>
 
