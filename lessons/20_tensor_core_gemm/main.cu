@@ -34,6 +34,7 @@
 #include "common/memory.h"
 #include "common/needs.h"
 #include "common/report.h"
+#include "common/tensor_map.h"
 #include "common/timer.h"
 #include "verify/compare.h"
 #include "verify/gemm_bf16.h"
@@ -242,7 +243,7 @@ int main(int argc, char** argv) {
     if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
     const bool any_sm90a = std::any_of(ladder.begin(), ladder.end(), [](const Rung* r) { return r->needs.sm90a; });
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (any_sm90a) encode = tensor_map_encoder();  // the driver's TMA encoder, through the runtime (kernels/common.cuh)
+    if (any_sm90a) encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));

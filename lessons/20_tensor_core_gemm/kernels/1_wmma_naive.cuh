@@ -23,7 +23,7 @@ constexpr int kWarpsM = 2, kWarpsN = 2;  // warps per block: a 32 x 32 block of 
 
 __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN)
     wmmaNaive(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
-#if defined(L20_SM80)
+#if defined(PTX_SM80)
     using namespace nvcuda;
     const int warp = threadIdx.x / 32;
     const int row = (blockIdx.y * kWarpsM + warp / kWarpsN) * 16;  // this warp's 16 x 16 tile of C

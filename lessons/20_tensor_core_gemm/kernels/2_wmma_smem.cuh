@@ -30,7 +30,7 @@ constexpr int kThreads = 32 * kWarps;  // 256
 constexpr int kPad = 8;  // bf16 elements of padding per shared-memory row (16 bytes)
 
 __global__ void __launch_bounds__(kThreads) wmmaSmem(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
-#if defined(L20_SM80)
+#if defined(PTX_SM80)
     using namespace nvcuda;
     // WMMA wants 32-byte aligned fragment pointers: rows of 40 and 136 elements (80 and 272
     // bytes) keep every 16-row, 16-column fragment start on a multiple of 32 bytes.

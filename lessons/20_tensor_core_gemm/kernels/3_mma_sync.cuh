@@ -1,7 +1,7 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder), rung 3 of 9: mma.sync + ldmatrix + swizzle + cp.async.
 //
 // Before: rung 2 used WMMA on padded shared-memory tiles, loaded through registers.
-// Here:   the Ampere recipe, written in PTX (kernels/common.cuh):
+// Here:   the Ampere recipe, written in PTX (common/ptx.cuh):
 //         - cp.async copies 16-byte chunks global -> shared without registers, kStages - 1
 //           tiles ahead (a multi-stage pipeline: kStages = 3 buffers of 128 x 64 + 64 x 128);
 //         - an XOR swizzle: chunk c of row r is stored at chunk c ^ (r % 8), so the eight rows
@@ -37,7 +37,7 @@ __device__ __forceinline__ uint32_t swz_a(int r, int c) { return r * 128 + ((c ^
 __device__ __forceinline__ uint32_t swz_b(int r, int c) { return r * 256 + ((c ^ (r & 7)) << 4); }
 
 __global__ void __launch_bounds__(kThreads) mmaSync(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
-#if defined(L20_SM80)
+#if defined(PTX_SM80)
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sA = uint32_t(__cvta_generic_to_shared(smem));  // kStages A tiles, then kStages B tiles
     const uint32_t sB = sA + kStages * kTileA * 2;

@@ -39,7 +39,7 @@ constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;
 __global__ void __launch_bounds__(kThreads, 1)
     wgmmaWarpSpecialized(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
                          int M, int N, int K) {
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
     const int tid = threadIdx.x, wg = tid / 128;

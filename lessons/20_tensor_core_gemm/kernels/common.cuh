@@ -2,24 +2,18 @@
 //
 // Every rung (kernels/N_name.cuh, N = 1..9) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
-// gets (Gemm) and thin wrappers around single PTX instructions, one per line of the PTX ISA:
-//   sm_80 and up  ldmatrix, mma.sync m16n8k16, cp.async                    (rung 3)
-//   sm_90a        mbarrier, cp.async.bulk.tensor (TMA), wgmma, fences,
-//                 setmaxnreg, cluster barriers and mapa                     (rungs 4-9)
-// The sm_90a wrappers exist only in a device pass for compute_90a (__CUDA_ARCH_FEAT_SM90_ALL);
-// in every other pass the rungs that use them compile to a trap, and main.cu's gate skips them
-// (lesson::pick_device learns which image the driver loaded).
+// gets (Gemm), the wgmma descriptors of this lesson's tiles and the store of a wgmma
+// accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync, cp.async: rung 3;
+// mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 4-9) are common/ptx.cuh, shared with
+// lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
+// that use them compile to a trap and main.cu's gate skips them.
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
 #pragma once
 #include <cstdint>
 
-#include <cuda.h>          // CUtensorMap, the TMA descriptor type (types only: nothing here links libcuda)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
-#include <cuda_bf16.h>
+#include <cuda.h>  // CUtensorMap, the TMA descriptor type
 
-#include "common/check.h"  // CUDA_CHECK in tensor_map_encoder
-
-using bf16 = __nv_bfloat16;
+#include "common/ptx.cuh"
 
 // One product C = A * B, row-major: A is M x K, B is K x N (bf16), C is M x N (fp32).
 struct Gemm {
@@ -32,184 +26,15 @@ struct Gemm {
     int sms;                   // multiprocessors (the persistent rung sizes its grid from it)
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define L20_SM80 1  // bf16 WMMA, mma.sync, ldmatrix, cp.async: Ampere and up
-#endif
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define L20_SM90A 1  // wgmma, setmaxnreg: the sm_90a target only (Hopper's arch-specific features)
-#endif
-
-// cuTensorMapEncodeTiled, the driver function that encodes a TMA descriptor (host side). The
-// runtime hands out its address, so the program needs no -lcuda.
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found;
-#if CUDART_VERSION >= 12050  // names the ABI wanted (12.0); cudaGetDriverEntryPoint is deprecated from 12.5
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-#else  // CUDA 12.0-12.4: the ABI of this runtime's version, which for this function is 12.0's
-    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found));
-#endif
-    if (found != cudaDriverEntryPointSuccess || !fn)
-        lesson::fail_call("CUDA runtime", "cudaGetDriverEntryPoint(cuTensorMapEncodeTiled)", "not found", __FILE__,
-                          __LINE__);
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-}
-
-#if defined(L20_SM80)
-// ------------------------------------------------------------------ sm_80: rung 3
-
-// Four 8 x 8 matrices of 16-bit values from shared memory; lane l gives the address of row l % 8
-// of matrix l / 8 (16 bytes), and receives one 32-bit register of each matrix.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-// The same, each 8 x 8 matrix transposed on the way (B is stored k-rows, the MMA wants n-rows).
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-// D (16 x 8, fp32) += A (16 x 16, bf16, row) * B (16 x 8, bf16, col): one warp, one instruction (HMMA).
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// 16 bytes global -> shared without passing through registers (L2 only: .cg).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-#endif  // L20_SM80
-
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
 // ------------------------------------------------------------------ sm_90a: rungs 4-9
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-// mbarrier: a 64-bit word in shared memory with a phase bit, a pending-arrival count and a
-// transaction (byte) count. A phase completes when both counts reach zero; the phase bit flips.
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int arrivals) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals));
-}
-// Makes the initialised barriers visible to the async proxy (TMA) and to the other CTAs of the cluster.
-__device__ __forceinline__ void fence_barrier_init() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// One arrival that also announces `bytes` more to come (the TMA loads will count them down).
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-// An arrival on the barrier at the same offset in the shared memory of CTA `cta` of this cluster.
-// Default semantics (release, CTA scope): what it orders is that this warp's wgmmas have read
-// the stage, and wgmma_wait already guarantees that. A .release.cluster arrival would also
-// make the warp wait for a cluster-wide memory fence at every stage (measured: half the speed).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
-    asm volatile(
-        "{\n"
-        ".reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-        "}\n" ::"r"(smem_addr(bar)),
-        "r"(cta)
-        : "memory");
-}
-// Waits until the phase with this parity (0 or 1) has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-    uint32_t done = 0;
-    while (!done) {
-        asm volatile(
-            "{\n"
-            ".reg .pred p;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n"
-            "}\n"
-            : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
-            : "memory");
-    }
-}
-
-// TMA: the box at (x = column, y = row) of the tensor `map` describes -> shared memory `dst`,
-// swizzled as the map says; the copy engine counts the bytes down on `bar` when they land.
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], "
-        "[%2];\n" ::"r"(smem_addr(dst)),
-        "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y)
-        : "memory");
-}
-// The same box written to the same offset in every CTA of `cta_mask` (a cluster), and the bytes
-// counted on the barrier at `bar`'s offset in each of them.
-__device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                                   uint16_t cta_mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-        "[%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(dst)),
-        "l"(map), "r"(smem_addr(bar)), "r"(x), "r"(y), "h"(cta_mask)
-        : "memory");
-}
-
-// wgmma shared-memory descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading
-// and stride byte offsets (all >> 4), swizzle mode in bits 62-63 (1 = 128-byte swizzle).
-// Tiles are 1024-byte aligned, so the base-offset field stays 0.
-__device__ __forceinline__ uint64_t make_desc(const void* tile, uint32_t lbo, uint32_t sbo) {
-    const uint64_t addr = smem_addr(tile);
-    return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo & 0x3FFFF) >> 4) << 16) | (uint64_t((sbo & 0x3FFFF) >> 4) << 32) |
-           (uint64_t(1) << 62);
-}
+// Descriptors of the 64 x 64 boxes that TMA writes in the 128-byte swizzle (make_desc, common/ptx.cuh).
 // A, K-major: rows of 64 bf16 = 128 bytes, 8-row swizzle atoms 1024 bytes apart (SBO); LBO unused.
 __device__ __forceinline__ uint64_t desc_a(const bf16* tile) { return make_desc(tile, 16, 1024); }
 // B, N-major (row-major K x N, the "transposed" operand): k-rows of 64 bf16 = 128 bytes; 8-k-row
 // atoms 1024 bytes apart (SBO); the next 64 columns of N in the next 64 x 64 box, 8192 bytes on (LBO).
 __device__ __forceinline__ uint64_t desc_b(const bf16* tile) { return make_desc(tile, 8192, 1024); }
-
-// wgmma.fence: registers and shared memory written before it are visible to the wgmmas after it.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
-}
-// The accumulators are written by the tensor cores behind the compiler's back: after
-// wgmma_wait, this tells it that every one of them may have changed, so no read moves above.
-template <int R>
-__device__ __forceinline__ void fence_acc(float (&d)[R]) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Register reallocation between warpgroups (all 128 threads of a warpgroup execute it).
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-
-// Clusters: this CTA's rank in its cluster, and a barrier across all threads of the cluster.
-__device__ __forceinline__ uint32_t cluster_rank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
 
 // The C fragment of one warpgroup's m64nN accumulator (PTX ISA, "wgmma 64xNx16 D"): thread t of
 // the warpgroup holds, for each 8-column block j, d[4j..4j+1] at row 16*(t/32) + (t%32)/4 and
@@ -225,74 +50,4 @@ __device__ __forceinline__ void store_acc(const float (&d)[R], float* C, int ldc
     }
 }
 
-// The 64 accumulator operands of an m64n128 wgmma, %0 .. %63: the first operands of its asm.
-#define L20_WGMMA_D64                                                                  \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-
-// D (64 x 128 fp32: 64 registers a thread) = A (64 x 16, K-major) * B (16 x 128, N-major) + (scale_d ? D : 0).
-// kTransB = 0 takes B K-major instead (its tile holds 128 rows of the 16 k-values): lesson 21's S = Q K^T.
-template <int kTransB = 1>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{" L20_WGMMA_D64
-        "}, "
-        "%64, %65, p, 1, 1, 0, %67;\n"  // scale A, B: 1; trans A: 0 (K-major); trans B: kTransB (1: N-major)
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
-}
-
-// D (64 x 256 fp32: 128 registers a thread) = A (64 x 16, K-major) * B (16 x 256, N-major) + (scale_d ? D : 0)
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, "
-        "%128, %129, p, 1, 1, 0, 1;\n"  // scale A, B: 1; trans A: 0 (K-major); trans B: 1 (N-major)
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
-          "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
-          "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
-          "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),
-          "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
-          "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-          "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
-          "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-          "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-#endif  // L20_SM90A
+#endif  // PTX_SM90A

@@ -53,7 +53,7 @@ __device__ __forceinline__ uint32_t swz(int r, int c) {
 
 template <int D, int Stages>
 __global__ void __launch_bounds__(kThreads, 1) flashMma(Attention a) {
-#if defined(L20_SM80)
+#if defined(PTX_SM80)
     constexpr int kChunks = D / 8;  // 16-byte chunks per row
     constexpr int kTileBytes = kBN * D * 2;
     extern __shared__ __align__(128) uint8_t smem[];

@@ -50,7 +50,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flashWgmma(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                const __grid_constant__ CUtensorMap tm_v, Attention a) {
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
     constexpr uint32_t kTileBytes = kBN * D * 2;  // one K or V tile (and Q: kBM == kBN)
     constexpr uint32_t kBoxBytes = kBN * 128;     // one box of it: 128 rows x 64 columns
     extern __shared__ uint8_t smem_raw[];

@@ -50,7 +50,7 @@ constexpr int smem_bytes() {  // + room to align the base by hand
     return int(sizeof(Smem<D>)) + 1024;
 }
 
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
 // S = Q K^T for this warpgroup's 64 rows and the K tile `k` (issued, not waited for).
 template <int D>
 __device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], const bf16* q, const bf16* k) {
@@ -111,13 +111,13 @@ __device__ __forceinline__ void pack_p(uint32_t (&p)[kBN / 16][4], const float (
         p[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
     }
 }
-#endif  // L20_SM90A
+#endif  // PTX_SM90A
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flashWarpSpecialized(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                          const __grid_constant__ CUtensorMap tm_v, Attention a) {
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
     constexpr int kStages = Smem<D>::kStages;
     constexpr uint32_t kTileBytes = kBN * D * 2;  // one K or V tile (and Q: kBM == kBN)
     extern __shared__ uint8_t smem_raw[];

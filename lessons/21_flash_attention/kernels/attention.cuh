@@ -2,9 +2,10 @@
 //
 // Every rung (kernels/N_name.cuh) is self-contained, so that `diff` of two neighbours shows one
 // idea. Here only the problems a launcher gets (Softmax, Attention, Decode), two warp reductions
-// and a bf16 pair packer. The tensor-core instructions (ldmatrix, mma.sync, cp.async) are lesson
-// 20's thin PTX wrappers, included from its kernels/common.cuh, not copied; the few Hopper forms
-// that rungs 8 and 9 add (3D TMA, wgmma with K-major B or A in registers) are in hopper.cuh.
+// and a bf16 pair packer. The tensor-core instructions (ldmatrix, mma.sync, cp.async, and on
+// Hopper mbarrier, TMA, wgmma) are the thin PTX wrappers of common/ptx.cuh, shared with lesson
+// 20; the few Hopper forms that rungs 8 and 9 add (3D TMA, wgmma with K-major B or A in
+// registers) are in hopper.cuh.
 // Layout everywhere: Q, K, V, O are [heads][N][d] row-major bf16 (heads = batch x heads).
 // Run the ladder: ./build/bin/flash_attention (or --rung=N); README.md explains every line.
 #pragma once
@@ -12,7 +13,7 @@
 
 #include <cuda_bf16.h>
 
-#include "../../20_tensor_core_gemm/kernels/common.cuh"  // bf16, ldmatrix, mma.sync, cp.async, TMA encoder
+#include "common/ptx.cuh"  // bf16, ldmatrix, mma.sync, cp.async, mbarrier, TMA, wgmma
 
 // Row-wise softmax of the standard attention: P = softmax(S) row by row (S fp32, P bf16), rows of
 // `cols` entries; with `causal`, row r (query r % cols of its head) keeps only entries 0..r % cols.

@@ -1,7 +1,7 @@
 // Lesson 21 of the course (flash attention): the Hopper pieces of rungs 8 and 9 (sm_90a).
 //
-// Lesson 20's kernels/common.cuh (included through attention.cuh) already has the mbarrier, 2D TMA,
-// descriptor and setmaxnreg wrappers. Attention needs three more forms, one PTX instruction each:
+// common/ptx.cuh (included through attention.cuh) already has the mbarrier, 2D TMA, descriptor,
+// wgmma and setmaxnreg wrappers. Attention needs three more forms, one PTX instruction each:
 //   tma_load_3d          a box of a [heads][N][d] tensor: rows past N of a head are zero-filled
 //                        by the copy engine (a 2D map over heads x N rows would read the next head)
 //   wgmma_qk_m64n128     S (64 x 128, fp32) = Q (64 x 16, smem, K-major) * K^T (K tile stored
@@ -9,7 +9,7 @@
 //   wgmma_pv_m64n{64,128} O (64 x d) += P (64 x 16, REGISTERS, bf16) * V (V tile stored [key][d]:
 //                        N = d is the contiguous dimension, MN-major, transpose bit 1)
 // and the host side: a tensor map of a [heads][N][d] bf16 tensor, boxes of 64 columns x `rows`
-// rows, 128-byte swizzle (cuTensorMapEncodeTiled, fetched from the driver at run time).
+// rows, 128-byte swizzle (cuTensorMapEncodeTiled, fetched by common/tensor_map.h).
 // Run: ./build/bin/flash_attention --rung=8 (or 9); README.md, "Walk through the code".
 #pragma once
 #include <cstdint>
@@ -19,8 +19,9 @@
 
 #include "attention.cuh"
 #include "common/check.h"
+#include "common/tensor_map.h"
 
-#if defined(L20_SM90A)
+#if defined(PTX_SM90A)
 // A box of a 3D tensor map -> shared memory: x = column (d), y = row (sequence), z = head.
 // Elements outside the tensor (rows >= N) arrive as zeros and still count in the byte total.
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int x, int y, int z, uint64_t* bar) {
@@ -49,7 +50,7 @@ __device__ __forceinline__ uint64_t desc_mnmajor(const bf16* tile, uint32_t box_
 #define L21_ACC64 L21_ACC32, L21_ACC8(32), L21_ACC8(40), L21_ACC8(48), L21_ACC8(56)
 
 // S (64 x 128 fp32: 64 registers a thread) = A (64 x 16, smem, K-major) * B (16 x 128, smem, K-major)
-// + (scale_d ? S : 0): lesson 20's wgmma wrapper with B K-major (transpose bit 0), since K is stored
+// + (scale_d ? S : 0): the m64n128k16 wrapper of common/ptx.cuh with B K-major (transpose bit 0), since K is stored
 // [key][d]: the tile holds 128 rows (keys) of the 16 k-values.
 __device__ __forceinline__ void wgmma_qk_m64n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     wgmma_m64n128k16</*kTransB=*/0>(d, desc_a, desc_b, scale_d);
@@ -63,7 +64,7 @@ __device__ __forceinline__ void wgmma_pv_m64n128(float (&d)[64], const uint32_t 
         ".reg .pred p;\n"
         "setp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{" L20_WGMMA_D64  // lesson 20's kernels/common.cuh
+        "{" PTX_WGMMA_D64  // common/ptx.cuh
         "}, "
         "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"  // scale A, B: 1; trans B: 1 (MN-major)
         "}\n"
@@ -112,7 +113,7 @@ __device__ __forceinline__ void fence_frag(uint32_t (&p)[K][4]) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[k][i])::"memory");
 }
-#endif  // L20_SM90A
+#endif  // PTX_SM90A
 
 // ------------------------------------------------------------------ host: tensor maps
 
@@ -147,7 +148,7 @@ inline CUtensorMap make_attention_map(PFN_cuTensorMapEncodeTiled_v12000 encode, 
 // Q, K and V of `a`, boxes of `box_rows` rows. cuTensorMapEncodeTiled is a driver function: the
 // runtime hands us its address once, so the program needs no -lcuda.
 inline AttentionMaps make_attention_maps(const Attention& a, int box_rows) {
-    static const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();  // lesson 20's kernels/common.cuh
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = lesson::tensor_map_encoder();  // common/tensor_map.h
     AttentionMaps m;
     m.q = make_attention_map(encode, a.Q, a.heads, a.N, a.d, box_rows);
     m.k = make_attention_map(encode, a.K, a.heads, a.N, a.d, box_rows);
