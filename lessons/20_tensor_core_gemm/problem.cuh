@@ -1,0 +1,125 @@
+// Lesson 20 of the course (the tensor-core GEMM ladder): what the host parts share. The row of
+// the rung table, the tolerance, cuBLAS's GemmEx (the reference of every check and the
+// yardstick), one problem on the device with its TMA descriptors, and one launch whose C is
+// copied back to be verified. main.cu holds the rung table and runs the parts; checks.cuh
+// checks against the CPU.
+// Run: ./build/bin/tensor_core_gemm   (README.md is the handout)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
+
+#include "common/check.h"
+#include "common/gemm.h"
+#include "common/needs.h"
+#include "common/report.h"
+#include "verify/gemm_bf16.h"
+
+#include "kernels/common.cuh"
+
+// One row of the ladder: name, launcher, the multiples M, N and K must be, and what it needs
+// from the GPU (common/needs.h), its dynamic shared memory per block included.
+struct Rung {
+    const char* name;
+    void (*launch)(const Gemm&);
+    int mult_m, mult_n, mult_k;
+    lesson::Needs needs;
+};
+
+using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
+static bool fits(const Rung& r, const Shape& s) {
+    return s.M % r.mult_m == 0 && s.N % r.mult_n == 0 && s.K % r.mult_k == 0;
+}
+
+// fp32 accumulation of exactly the bf16 numbers the CPU reference multiplies: what is left is
+// the order of the fp32 sums, far below bf16's own rounding (2^-8), which a kernel that
+// rounded anything to bf16 on the way would exceed. A rung against cuBLAS (or rung 7) compares
+// two fp32 results, each allowed kTol: verify::compare_two_approximations adds both allowances.
+constexpr double kTol = 1e-4;
+
+// cuBLAS is column-major: a row-major M x K matrix read column-major is its transpose, so
+// ask for C^T (N x M) = B^T (N x K) * A^T (K x M): pass B first, swap M and N. bf16 in, fp32
+// out, fp32 accumulation (CUBLAS_COMPUTE_32F): the same problem as the rungs.
+static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
+                              CUDA_R_16BF, g.K, &beta, g.C, CUDA_R_32F, g.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// A TMA descriptor for a row-major bf16 matrix (rows x cols): boxes of 64 x 64 elements (64
+// columns = 128 bytes, the widest box the 128-byte swizzle allows), written to shared memory
+// in that swizzle. `encode` is the driver's cuTensorMapEncodeTiled (common/tensor_map.h).
+static CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols) {
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};  // innermost first
+    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};  // bytes from one row to the next
+    const cuuint32_t box[2] = {64, 64};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box,
+                              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
+    return map;
+}
+
+// Device buffers and TMA descriptors of one shape; inputs random bf16 (host copies kept as floats).
+struct Problem {
+    Shape s;
+    std::vector<uint16_t> h_Abits, h_Bbits;
+    std::vector<float> h_A, h_B;
+    bf16 *d_A = nullptr, *d_B = nullptr;
+    float* d_C = nullptr;
+    CUtensorMap map_A{}, map_B{};
+    Gemm gemm(float* C, int sms) const { return {s.M, s.N, s.K, d_A, d_B, C, &map_A, &map_B, sms}; }
+};
+static void setup(Problem& p, uint64_t seed, PFN_cuTensorMapEncodeTiled_v12000 encode) {
+    const Shape& s = p.s;
+    p.h_Abits.resize(s.a());
+    p.h_Bbits.resize(s.b());
+    p.h_A.resize(s.a());
+    p.h_B.resize(s.b());
+    verify::fill_bf16(p.h_Abits.data(), p.h_A.data(), s.a(), seed);
+    verify::fill_bf16(p.h_Bbits.data(), p.h_B.data(), s.b(), seed + 1);
+    // A last: a read past its end (a tile row past M) then does not land in this problem's B or C,
+    // which memcheck could not tell from a valid read (it reports accesses outside every allocation).
+    CUDA_CHECK(cudaMalloc(&p.d_C, s.c() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&p.d_B, s.b() * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&p.d_A, s.a() * sizeof(bf16)));
+    CUDA_CHECK(cudaMemcpy(p.d_A, p.h_Abits.data(), s.a() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(p.d_B, p.h_Bbits.data(), s.b() * sizeof(bf16), cudaMemcpyHostToDevice));
+    if (encode) {
+        p.map_A = make_tensor_map(encode, p.d_A, s.M, s.K);
+        p.map_B = make_tensor_map(encode, p.d_B, s.K, s.N);
+    }
+}
+static void release(Problem& p) {
+    CUDA_CHECK(cudaFree(p.d_A));
+    CUDA_CHECK(cudaFree(p.d_B));
+    CUDA_CHECK(cudaFree(p.d_C));
+}
+
+// Poison C (0xFF bytes are NaN), run once, copy C back: that copy is what gets verified.
+template <class Launch>
+static void run_once(Launch launch, float* d_C, float* h_C, size_t n) {
+    CUDA_CHECK(cudaMemset(d_C, 0xFF, n * sizeof(float)));
+    launch();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(h_C, d_C, n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+// What every part of a run uses: the report, cuBLAS, the GPU, the rungs that run, the TMA
+// encoder (null when no wgmma rung runs), the seed and the timing repeats.
+struct Context {
+    lesson::Report& report;
+    cublasHandle_t handle;
+    const cudaDeviceProp& prop;
+    const std::vector<const Rung*>& ladder;
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
+    uint64_t seed;
+    int repeat;
+};
