@@ -36,6 +36,7 @@ sources+=("docs-profiling	docs/profiling.md")
 sources+=("docs-troubleshooting	docs/troubleshooting.md")
 sources+=("docs-teaching	docs/teaching.md")
 sources+=("docs-adding-a-lesson	docs/adding-a-lesson.md")
+sources+=("docs-lesson-contract	docs/lesson-contract.md")
 
 title_of() { sed -n 's/^# \(.*\)/\1/p' "$1" | head -n 1; }
 

@@ -86,7 +86,7 @@ static std::vector<Rung> rung7_sweep(rung7::TileList<Cfg...>) {
 static const std::vector<Rung> kSweep = rung7_sweep(rung7::SweepTiles{});
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
-constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (lesson contract)
+constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (docs/lesson-contract.md)
 
 // Fills h_A and h_B at random (seeds seed and seed + 1) and copies them to the device, with room for C there.
 static Gemm upload(const Shape& s, uint64_t seed, std::vector<float>& h_A, std::vector<float>& h_B) {

@@ -1,7 +1,7 @@
 // common/check.h - one error-check family for the CUDA runtime, cuBLAS and cuFFT.
 //
 // Every failed call prints the call, file, line and the library's error name,
-// then ends the program with "RESULT: FAIL (...)" and exit code 1 (lesson contract).
+// then ends the program with "RESULT: FAIL (...)" and exit code 1 (docs/lesson-contract.md).
 // Checks never compile away: there is no release mode that
 // hides errors.
 #pragma once

@@ -2,7 +2,7 @@
 //
 // Flags are --name=value or --name value. Every flag is typed and has a default
 // and an allowed range; bad input is one clear line on stderr and exit code 2,
-// decided before any CUDA call (lesson contract, "Command line").
+// decided before any CUDA call (docs/lesson-contract.md, section 2).
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 
 namespace lesson {
 
-// Prints the reason on stderr, the contract's result line on stdout, exits 2.
+// Prints the reason on stderr, the RESULT: ERROR line on stdout, exits 2 (docs/lesson-contract.md).
 [[noreturn]] inline void bad_input(const std::string& why) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", why.c_str());
@@ -311,7 +311,7 @@ private:
     size_t size_flags_from_ = 0;
 };
 
-// The flags every lesson accepts (lesson contract).
+// The flags every lesson accepts (docs/lesson-contract.md, section 2).
 struct CommonOptions {
     bool quick = false;
     int64_t repeat = 15;

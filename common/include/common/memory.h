@@ -1,5 +1,5 @@
 // common/memory.h - "does it fit?" checks that turn an allocation that would
-// fail into a clear exit 2 (lesson contract). Host part needs no CUDA.
+// fail into a clear exit 2 (docs/lesson-contract.md). Host part needs no CUDA.
 #pragma once
 #include <cstdint>
 #include <cstdio>
