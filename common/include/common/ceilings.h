@@ -1,7 +1,7 @@
 // common/ceilings.h - what this GPU can do, measured (or computed from its
 // clocks) in the same run, so every rate a lesson prints stands next to it.
 //
-// Two words, kept apart (lesson contract, "Timing and the report"):
+// Two words, kept apart (docs/lesson-contract.md, section 8):
 //  - a BOUND is a rate nothing correct can beat: the PCIe link, DRAM streaming
 //    for the lesson's read/write mix, the peak FMA or tensor rate from the clock.
 //    Bounds are measured the way the timed work runs (bursts of back-to-back
@@ -196,8 +196,8 @@ __global__ void streamProbeTiles(const float4* __restrict__ a, const float4* __r
     streamProbeStep<R, W, U>(a, b, c, n4, size_t(blockIdx.x) * U * blockDim.x + threadIdx.x, blockDim.x);
 }
 // The best of several ways of doing the same work, in ms per call: every way gets 2 bursts of
-// 10 calls, then the two fastest get `trials` more. A bound is the fastest way's best burst;
-// timing every way `trials` times (as this did before) took 2.5x as long for the same answer.
+// 10 calls, then the two fastest get `trials` more. A bound is the fastest way's best burst, and
+// a screen finds the fastest ways as surely as timing every way in full, in far less time.
 inline double best_of_ways(const std::vector<std::function<void()>>& ways, int trials) {
     std::vector<double> screen(ways.size());
     for (size_t i = 0; i < ways.size(); ++i) screen[i] = best_burst_ms(2, 10, ways[i]);
@@ -238,11 +238,12 @@ std::vector<std::function<void()>> probe_ways(const float4* a, const float4* b, 
 // The DRAM bound of a kernel that reads `reads` arrays and writes `writes`
 // arrays of equal size, in GB/s (bytes read + written): the best burst of 10
 // launches of the simplest streaming kernel for that mix in four launch shapes
-// (and, for 1:1, of cudaMemcpy); the two fastest shapes get `trials` bursts. Each array is its own allocation, as a lesson's are, of
-// at least 1 GiB and 8x the L2 over all arrays (at most a quarter of the free
-// memory in all), so that the cache cannot serve it and the gap between two
-// launches of a burst (a microsecond or two) is as small a share of a launch as
-// in the lessons' own 1 GiB runs (with 512 MiB arrays it cost 0.1-0.4%).
+// (and, for 1:1, of cudaMemcpy); the two fastest shapes get `trials` bursts.
+// Each array is its own allocation, as a lesson's are, of at least 1 GiB and 8x
+// the L2 over all arrays (at most a quarter of the free memory in all), so that
+// the cache cannot serve it and the gap between two launches of a burst (a
+// microsecond or two) is as small a share of a launch as in the lessons' own
+// 1 GiB runs (docs/measuring.md, "Bounds and yardsticks").
 struct StreamBound {
     double gbps = NAN;
     std::string name;     // e.g. "DRAM bound, 2 reads : 1 write (best burst)"
@@ -363,15 +364,14 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     CUDA_CHECK(cudaMemset(d_a, 0, bytes));
     CUDA_CHECK(cudaMemset(d_b, 0, bytes));
     CUDA_CHECK(cudaDeviceSynchronize());  // the copies below go on non-blocking streams, which do not wait for
-                                          // the legacy default stream's memsets (initcheck caught the race)
+                                          // the legacy default stream's memsets
     cudaStream_t s1, s2;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     const double burst_bytes = double(bytes) * burst;
     if (pinned) {
-        // Warm-up: an idle link and GPU leave their power-saving states only under load. Without this,
-        // an H100's first H2D bursts once ran at 60% of the rate the same run's pipelines then moved
-        // (2026-11-22), and the "bound" was beaten by 47%. 50 ms of copies both ways first.
+        // Warm-up: an idle link and GPU leave their power-saving states only under load, and a bound
+        // measured before that is too low. 50 ms of copies both ways first.
         for (HostTimer warm; warm.ms() < 50.0;) {
             CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
             CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
@@ -397,14 +397,10 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
         // The trials take turns (up, down, both; up, down, both; ...), so that each kind's samples
         // are spread over the whole probe: a host that is busy for a few milliseconds (another
         // process, the last lesson's threads) then spoils a few samples, not every sample of one
-        // kind. With the three kinds measured one after the other, a single slow stretch once
-        // put the H100's both-ways rate at 78 GB/s instead of about 100, and a pipeline of lesson
-        // 07 then ran at 113% of that "bound" (2026-11-23).
+        // kind, and the bound stays a bound.
         // Small copies make short bursts (64 copies of 64 KB: about 0.1 ms), and 2 x trials rounds of
         // them last a few milliseconds: one slow stretch of the host can cover all of them. So the
-        // rounds go on until they have lasted kMinProbeMs too (at most 20 x trials rounds). On an
-        // H100 at lesson 05's --quick size, a probe of 3 ms once gave an H2D rate 15% below that of
-        // other runs, and a pipeline then ran at 100.3% of that "bound" (2026-11-23).
+        // rounds go on until they have lasted kMinProbeMs too (at most 20 x trials rounds).
         constexpr double kMinProbeMs = 40.0;
         double ms_up = INFINITY, ms_down = INFINITY, ms_both = INFINITY;
         const HostTimer probe;

@@ -1,7 +1,8 @@
-// Where a lesson's wall time goes: with LESSON_PHASES=1 in the environment, the shared helpers
-// (device set-up, the bound probes, time_median_ms, fills and host-parallel work) print one line each
-// to stderr when they end: "[phase] <start s> <seconds> <what>", the start counted from flag parsing.
-// Without the variable they print nothing and cost one branch. docs/measuring.md shows how to read it.
+// common/phases.h - where a lesson's wall time goes. With LESSON_PHASES=1 in the environment, the
+// shared helpers (device set-up, the bound probes, time_median_ms, fills and host-parallel work)
+// print one line each to stderr when they end: "[phase] <start s> <seconds> <what>", the start
+// counted from flag parsing. Without the variable they print nothing and cost one branch.
+// docs/measuring.md shows how to read it.
 #pragma once
 #include <chrono>
 #include <cstdio>

@@ -38,7 +38,7 @@ inline double matmul_sum_reference(const float* A, const float* B, int64_t M, in
 
 // The sum of n floats, accumulated in double (the GPU side of the same check).
 // One running sum in index order, on one thread: lessons call it once per
-// product (n^2 elements), and blocks would change the bits it always gave.
+// product (n^2 elements), and a fixed order gives the same bits on every host.
 inline double sum_of(const float* x, uint64_t n) {
     double s = 0.0;
     for (uint64_t i = 0; i < n; ++i) s += x[i];

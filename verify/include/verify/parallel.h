@@ -183,8 +183,8 @@ inline void parallel_memset(void* dst, int value, uint64_t bytes, int threads = 
 //
 // On Linux, a buffer of 16 MB or more is asked for in 2 MB pages (transparent huge pages,
 // madvise): a gigabyte is then 512 pages to fault in and free, not 262,144, and the threads
-// that first touch it no longer queue on the page tables. Where the kernel has none to give,
-// the buffer is in 4 KB pages as before.
+// that first touch it do not queue on the page tables. Where the kernel has none to give, the
+// buffer is in ordinary 4 KB pages.
 constexpr size_t kHugePage = size_t(2) << 20, kHugeFrom = size_t(16) << 20;
 template <class T>
 struct DefaultInitAllocator : std::allocator<T> {
