@@ -156,3 +156,22 @@ TEST_CASE("graphs: exact check passes only on the same bits", "[graphs]") {
     CHECK_FALSE(verify::check_same_bits(&minus_zero, &zero, 1, "signed zero").pass);
     CHECK_FALSE(verify::check_same_bits(gpu.data(), ref.data(), 0, "nothing").pass);  // nothing checked: no pass
 }
+
+TEST_CASE("graphs: both references at once = each alone, small and large", "[graphs]") {
+    for (size_t n : {size_t(1000), (size_t(1) << 15) + 77}) {
+        const std::vector<float> init_a = random_state(n, 11), init_b = random_state(n, 12);
+        std::vector<float> a = init_a, b = init_b, alone_a = init_a, alone_b = init_b;
+        std::vector<double> sum(n, 0.0), alone_sum(n, 0.0);
+        const int threads = verify::steps_references(a.data(), b.data(), n, 7, 3, sum.data());
+        verify::steps_reference(alone_a.data(), n, 7, 3, alone_sum.data());
+        verify::steps_reference(alone_b.data(), n, 7, 3);
+        CHECK(same_bits(a, alone_a));
+        CHECK(same_bits(b, alone_b));
+        CHECK(std::memcmp(sum.data(), alone_sum.data(), n * sizeof(double)) == 0);
+        CHECK(threads == (n > (size_t(1) << 14) ? verify::host_threads() : 2));
+    }
+    std::vector<float> a = random_state(1000, 13), alone = a;  // no state b: one thread
+    CHECK(verify::steps_references(a.data(), nullptr, a.size(), 3, 2) == 1);
+    verify::steps_reference(alone.data(), alone.size(), 3, 2);
+    CHECK(same_bits(a, alone));
+}

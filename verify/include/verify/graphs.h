@@ -80,6 +80,26 @@ inline void steps_reference(float* x, uint64_t n, int64_t steps, int kernels_per
     }
 }
 
+// The references of lesson 18's run: state a (and its state sums, for mode (f), where state_sum
+// is given) and, where b is given, state b, each advanced `steps` steps in place. A state of up to
+// 2^14 floats is one block of steps_reference, one thread's work: then the two states run side by
+// side, one thread each; larger states take every core in turn. Returns the host threads used.
+inline int steps_references(float* a, float* b, uint64_t n, int64_t steps, int kernels_per_step,
+                            double* state_sum = nullptr) {
+    auto one = [&](int64_t which) {
+        if (which == 0) steps_reference(a, n, steps, kernels_per_step, state_sum);
+        else steps_reference(b, n, steps, kernels_per_step);
+    };
+    const bool side_by_side = b != nullptr && n <= (uint64_t(1) << 14);
+    if (side_by_side) {
+        parallel_for(2, one);
+    } else {
+        one(0);
+        if (b) one(1);
+    }
+    return n > (uint64_t(1) << 14) ? host_threads() : side_by_side ? 2 : 1;
+}
+
 // y[r] = sum_i M[r + i m] v[i] for r < m: an m x n column-major matrix (cuBLAS's layout,
 // leading dimension m) times a double vector, in double.
 inline void gemv_reference(const float* M, uint64_t m, uint64_t n, const double* v, double* y) {
