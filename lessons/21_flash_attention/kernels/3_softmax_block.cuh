@@ -9,7 +9,7 @@
 //         the part past the cache.
 // Lacks:  nothing for a softmax; but the standard attention around it writes and reads the whole
 //         heads x N x N score matrix (S in fp32, P in bf16), which rungs 5-7 never materialize.
-// Next:   rung 4 (in main.cu): the standard attention, cuBLAS + this softmax + cuBLAS.
+// Next:   rung 4: the standard attention, cuBLAS + this softmax + cuBLAS (kernels/4_standard.cuh).
 // Run:    ./build/bin/flash_attention --rung=3
 #pragma once
 #include "attention.cuh"

@@ -1,7 +1,8 @@
 // Lesson 21 of the course (flash attention), rung 5: fused attention with the online softmax, scalar math.
 //
-// Before: rung 4 (main.cu), the standard attention: S = Q K^T and O = P V with cuBLAS and rung 3's
-//         softmax between them, through a heads x N x N score matrix in device memory.
+// Before: rung 4 (kernels/4_standard.cuh), the standard attention: S = Q K^T and O = P V with
+//         cuBLAS and rung 3's softmax between them, through a heads x N x N score matrix in
+//         device memory.
 // Here:   the algorithm of FlashAttention with no hardware detail. One block owns a tile of kBM = 32
 //         queries (4 threads per query) and walks over the keys in tiles of kBN = 32, loading K and V
 //         tiles into shared memory (as fp32). For each key tile it computes the 32 x 32 scores,
