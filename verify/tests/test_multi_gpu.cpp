@@ -1,7 +1,8 @@
-// CPU tests of verify/multi_gpu.h (lesson 22, several GPUs): the split of a batch, the
-// all-reduce's integer inputs and their exact sums, the ring schedule replayed on host arrays
+// CPU tests of verify/multi_gpu.h (lesson 22, several GPUs): the split of a batch and its
+// references, the all-reduce's integer inputs and their exact sums, the ring schedule replayed on host arrays
 // for 1 to 9 ranks (also sizes that P does not divide, and fewer elements than ranks), the
 // bandwidth definitions, the sweep, and the line a rank process writes back.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -26,6 +27,56 @@ TEST_CASE("split_range covers 0 to total in order, sizes differ by at most one",
         }
     REQUIRE(verify::split_range(10, 0, 0).count == 0);
     REQUIRE(verify::split_range(10, 2, 2).count == 0);
+}
+
+TEST_CASE("sample_per_range draws distinct products from every range of the split", "[multi_gpu]") {
+    for (uint64_t total : {1ull, 7ull, 96ull})
+        for (uint64_t gpus = 1; gpus <= std::min<uint64_t>(total, 4); ++gpus) {
+            const std::vector<uint64_t> picked = verify::sample_per_range(total, gpus, 2, 42);
+            REQUIRE(picked == verify::sample_per_range(total, gpus, 2, 42));  // the seed decides
+            size_t at = 0;
+            for (uint64_t g = 0; g < gpus; ++g) {
+                const verify::Range r = verify::split_range(total, gpus, g);
+                const uint64_t want = std::min<uint64_t>(2, r.count);
+                std::set<uint64_t> seen;
+                for (uint64_t i = 0; i < want; ++i, ++at) {
+                    REQUIRE(at < picked.size());
+                    REQUIRE(picked[at] >= r.first);
+                    REQUIRE(picked[at] < r.first + r.count);
+                    seen.insert(picked[at]);
+                }
+                REQUIRE(seen.size() == want);
+            }
+            REQUIRE(at == picked.size());
+        }
+}
+
+TEST_CASE("batch_reference and product_sums agree on a batch computed on the host", "[multi_gpu]") {
+    const int64_t n = 5;
+    const uint64_t batch = 3, nn = uint64_t(n * n);
+    std::vector<float> A(batch * nn), B(batch * nn), C(batch * nn);
+    for (uint64_t i = 0; i < A.size(); ++i) {
+        A[i] = float(int(i % 7) - 3);
+        B[i] = float(int(i % 5) - 2);
+    }
+    for (uint64_t p = 0; p < batch; ++p)  // C_p = A_p * B_p, exact in float (small integers)
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+                float c = 0;
+                for (int64_t k = 0; k < n; ++k) c += A[p * nn + i * n + k] * B[p * nn + k * n + j];
+                C[p * nn + i * n + j] = c;
+            }
+    const verify::BatchReference ref = verify::batch_reference(A.data(), B.data(), n, batch, {2, 0});
+    const std::vector<double> got = verify::product_sums(C.data(), batch, nn);
+    REQUIRE(ref.sums.size() == batch);
+    REQUIRE(got.size() == batch);
+    for (uint64_t p = 0; p < batch; ++p) REQUIRE(got[p] == ref.sums[p]);
+    REQUIRE(ref.picked == std::vector<uint64_t>{2, 0});
+    REQUIRE(ref.products.size() == 2 * nn);
+    for (uint64_t e = 0; e < nn; ++e) {
+        REQUIRE(ref.products[e] == double(C[2 * nn + e]));
+        REQUIRE(ref.products[nn + e] == double(C[e]));
+    }
 }
 
 TEST_CASE("all-reduce inputs are integers below 1024 that differ between ranks", "[multi_gpu]") {

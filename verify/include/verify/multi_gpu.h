@@ -4,6 +4,8 @@
 //
 //  - split_range: GPU g of G gets products [total*g/G, total*(g+1)/G): contiguous, sizes
 //    differ by at most one.
+//  - the split's references: the sum of every product of the batch from its inputs, sampled
+//    products in full (sample_per_range, batch_reference), and the GPU's sums (product_sums).
 //  - allreduce_input: element i of rank r's buffer, a small integer held in a float. Sums of up
 //    to 64 of them are below 2^24, so every order of adding them gives the same bits: NCCL, the
 //    hand-written ring and the CPU must agree exactly.
@@ -18,10 +20,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 #include "common/report.h"
 #include "verify/compare.h"  // check_exact, check_same_bits
+#include "verify/gemm_checksum.h"
+#include "verify/matmul.h"
 #include "verify/parallel.h"
 
 #if defined(__CUDACC__)
@@ -45,6 +52,56 @@ inline Range split_range(uint64_t total, uint64_t parts, uint64_t part) {
     r.first = total * part / parts;
     r.count = total * (part + 1) / parts - r.first;
     return r;
+}
+
+// ---------------------------------------------------------------- the split's references
+
+// `per_range` distinct products of each GPU's range of the `gpus`-way split of [0, total) (all of
+// a smaller range), drawn from the seed: the products checked element by element, whatever
+// number of GPUs then computes them.
+inline std::vector<uint64_t> sample_per_range(uint64_t total, uint64_t gpus, uint64_t per_range, uint64_t seed) {
+    std::vector<uint64_t> picked;
+    std::mt19937_64 rng(seed * 7919 + 22);
+    for (uint64_t g = 0; g < gpus; ++g) {
+        const Range r = split_range(total, gpus, g);
+        std::vector<uint64_t> idx(r.count);
+        std::iota(idx.begin(), idx.end(), r.first);
+        const uint64_t s = std::min<uint64_t>(per_range, r.count);
+        for (uint64_t i = 0; i < s; ++i) std::swap(idx[i], idx[i + rng() % (r.count - i)]);
+        picked.insert(picked.end(), idx.begin(), idx.begin() + int64_t(s));
+    }
+    return picked;
+}
+
+// The references of `batch` row-major n x n products C_p = A_p * B_p (A_p at A + p*n*n): the sum
+// of every product from its inputs, O(n^2) each (verify/gemm_checksum.h), one product per host
+// thread; and the products `picked` in full, in double.
+struct BatchReference {
+    std::vector<double> sums;      // [batch]
+    std::vector<uint64_t> picked;  // the products held in full
+    std::vector<double> products;  // [picked.size() * n * n]
+};
+
+inline BatchReference batch_reference(const float* A, const float* B, int64_t n, uint64_t batch,
+                                      std::vector<uint64_t> picked) {
+    const uint64_t nn = uint64_t(n) * uint64_t(n);
+    BatchReference ref;
+    ref.sums.resize(batch);
+    parallel_for(int64_t(batch),
+                 [&](int64_t p) { ref.sums[p] = matmul_sum_reference(A + p * nn, B + p * nn, n, n, n); });
+    ref.picked = std::move(picked);
+    ref.products.resize(ref.picked.size() * nn);
+    for (size_t i = 0; i < ref.picked.size(); ++i)
+        matmul_reference(A + ref.picked[i] * nn, B + ref.picked[i] * nn, ref.products.data() + i * nn, n, n, n);
+    return ref;
+}
+
+// The GPU's side of the sum check: the sum of each of `batch` products of nn floats, each in index
+// order (sum_of), one product per host thread.
+inline std::vector<double> product_sums(const float* C, uint64_t batch, uint64_t nn) {
+    std::vector<double> sums(batch);
+    parallel_for(int64_t(batch), [&](int64_t p) { sums[p] = sum_of(C + p * nn, nn); });
+    return sums;
 }
 
 // ---------------------------------------------------------------- all-reduce inputs
