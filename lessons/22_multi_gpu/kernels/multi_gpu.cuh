@@ -1,6 +1,6 @@
 // Lesson 22 of the course (00-23): several GPUs. The lesson's three small kernels.
 // Before: lesson 21. Next: lesson 23 (23_full_scale).
-// Run: ./build/bin/multi_gpu [--quick]   (main.cu launches them; README.md is the handout)
+// Run: ./build/bin/multi_gpu [--quick]   (the part_*.cuh files launch them; README.md is the handout)
 //
 //   fillAllreduceInput  rank r's all-reduce input: small integers (verify/multi_gpu.h)
 //   addChunk            the ring's reduction step: y = x + tmp, where tmp just arrived from the
