@@ -105,3 +105,46 @@ TEST_CASE("report: config_from records every parsed flag once, output paths asid
     CHECK(j.find("\"out\"") == std::string::npos);
     CHECK(j.find("\"json\"") == std::string::npos);
 }
+
+TEST_CASE("report: JSON carries the texts the report prints", "[report]") {
+    lesson::Report r("00_vector_add");
+    r.variant_bound("vectorAdd4", 1.0, 2913.0, "GB/s", 3000.0, "DRAM bound");
+    r.variant_yardstick("tiled", 1.0, 51.0, "TFLOP/s", 50.0, "cuBLAS");
+    r.variant_bound("small", 1.0, 10.0, "GB/s", 3000.0, "DRAM bound", "data fit in L2");
+    r.variant("plain", 1.0, 10.0, "GB/s");
+    r.target("vectorAdd4 vs DRAM bound", 0.971, 0.9);
+    r.target("tiled vs cuBLAS", 1.02, 1.05, "x");
+    r.key_result("2913 GB/s", 0.971, "DRAM bound", lesson::Against::Bound);
+    const std::string j = r.json(false);
+    CHECK(j.find("\"against_text\":\"97.1% of DRAM bound\"") != std::string::npos);
+    CHECK(j.find("\"against_text\":\"1.02x cuBLAS\"") != std::string::npos);
+    CHECK(j.find("\"against_text\":\"not graded: data fit in L2\"") != std::string::npos);
+    CHECK(j.find("\"against_text\":\"\"") != std::string::npos);
+    CHECK(j.find("\"ungraded\":\"\",\"against_text\":\"97.1% of DRAM bound\"}") != std::string::npos);  // key
+    CHECK(j.find("\"text\":\"vectorAdd4 vs DRAM bound: 97.1% (needs >= 90.0%)\"") != std::string::npos);
+    CHECK(j.find("\"text\":\"tiled vs cuBLAS: 1.02x (needs >= 1.05x)\"") != std::string::npos);
+    CHECK(j.find("\"fail_reason\":\"nothing was verified\"") != std::string::npos);
+    lesson::Check ok;
+    ok.pass = true;
+    r.check(ok);
+    CHECK(r.json(true).find("fail_reason") == std::string::npos);
+}
+
+TEST_CASE("report: roofs are typed, every other bound and metric is no roof", "[report]") {
+    lesson::Report r("17_fusion_roofline");
+    r.bound("DRAM bound, 1 read : 1 write (best burst)", 3000.0, "GB/s", lesson::Roof::Memory);
+    r.bound("FP32 peak", 66908.0, "GFLOP/s", lesson::Roof::Compute);
+    r.bound("PCIe H2D", 55.0, "GB/s");
+    r.metric("memory roof", 2900.0, "GB/s", lesson::Roof::Memory);
+    r.metric("ridge point", 21.0, "flop/byte");
+    const std::string j = r.json(false);
+    CHECK(j.find("\"roofs\":[{\"name\":\"DRAM bound, 1 read : 1 write (best burst)\",\"value\":3000,\"unit\":\"GB/s\","
+                 "\"kind\":\"memory\",\"measured\":false},{\"name\":\"FP32 peak\",\"value\":66908,\"unit\":\"GFLOP/s\","
+                 "\"kind\":\"compute\",\"measured\":false},{\"name\":\"memory roof\",\"value\":2900,\"unit\":\"GB/s\","
+                 "\"kind\":\"memory\",\"measured\":true}]") != std::string::npos);
+    CHECK(
+        j.find(
+            "\"bounds\":[{\"name\":\"DRAM bound, 1 read : 1 write (best burst)\",\"value\":3000,\"unit\":\"GB/s\"}") !=
+        std::string::npos);
+    CHECK(lesson::Report("x").json(false).find("\"roofs\":[]") != std::string::npos);
+}

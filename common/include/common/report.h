@@ -44,6 +44,11 @@ struct Check {
 //    a copy with another read/write mix). Printed as "1.02x <yardstick>".
 enum class Against { Nothing, Bound, Yardstick };
 
+// Which line of the roofline a bound or metric is, for scripts/roofline.py: a memory roof (GB/s,
+// the slope) or a compute roof (GFLOP/s or TFLOP/s, the flat top). A bound is drawn dashed, a
+// metric (a rate the run's own kernels reached) solid. Most bounds and metrics are no roof.
+enum class Roof { None, Memory, Compute };
+
 // One timed variant: a rung of a ladder, a pipeline configuration...
 struct Variant {
     std::string name;
@@ -103,8 +108,8 @@ public:
     }
 
     // A bound measured (or computed from the clock) in this run: ("PCIe H2D, burst of 64 MB copies", 55.1, "GB/s").
-    void bound(const std::string& name, double value, const std::string& unit) {
-        bounds_.push_back({name, value, unit});
+    void bound(const std::string& name, double value, const std::string& unit, Roof roof = Roof::None) {
+        bounds_.push_back({name, value, unit, roof});
     }
     // A yardstick measured in this run: ("cuBLAS SGEMM fp32, same shape", 51000, "GFLOP/s").
     void yardstick(const std::string& name, double value, const std::string& unit) {
@@ -139,13 +144,13 @@ public:
     void default_size(bool yes) { default_size_ = yes; }
     // How the times were taken (printed once, and in the JSON).
     void timing(const std::string& how) { timing_ = how; }
-    // Any other measured number worth a line (and a JSON field).
-    void metric(const std::string& name, double value, const std::string& unit) {
-        metrics_.push_back({name, value, unit});
+    // Any other measured number worth a line (and a JSON field); a roof of the roofline if `roof` says so.
+    void metric(const std::string& name, double value, const std::string& unit, Roof roof = Roof::None) {
+        metrics_.push_back({name, value, unit, roof});
     }
     // The work a kernel did: floating-point operations and DRAM bytes it must move, and its
     // median time. Written to the JSON as a roofline point (arithmetic intensity = flops / bytes,
-    // attained GFLOP/s and GB/s), which scripts/roofline.sh draws on this GPU's measured roofline.
+    // attained GFLOP/s and GB/s), which scripts/roofline.py draws on this GPU's measured roofline.
     void work(const std::string& name, double flops, double bytes, double ms) {
         work_.push_back({name, flops, bytes, ms});
     }
@@ -217,8 +222,7 @@ public:
         for (auto& n : notes_) std::printf("note: %s\n", n.c_str());
         for (auto& n : detail::peak_rate_notes()) std::printf("note: %s\n", n.c_str());
         for (auto& t : targets_) {
-            std::printf("target: %s: %s (needs >= %s)%s\n", t.name.c_str(), target_value(t.value, t.unit).c_str(),
-                        target_value(t.minimum, t.unit).c_str(),
+            std::printf("target: %s%s\n", target_text(t).c_str(),
                         !default_size_ ? ", not graded at this size" : (t.met() ? ", met" : ", MISSED"));
         }
         for (auto& w : warnings_) std::printf("WARNING: %s\n", w.c_str());
@@ -231,7 +235,7 @@ public:
             return 1;
         }
         if (ok) std::printf("RESULT: PASS\n");
-        else std::printf("RESULT: FAIL (%s)\n", checks_.empty() ? "nothing was verified" : first_failure().c_str());
+        else std::printf("RESULT: FAIL (%s)\n", fail_reason().c_str());
         std::fflush(stdout);
         return ok ? 0 : 1;
     }
@@ -255,10 +259,14 @@ public:
         return 77;
     }
 
+    // The report as one JSON object (docs/lesson-contract.md lists the fields). The texts the report
+    // prints are written beside the numbers (`against_text`, a target's `text`, `fail_reason`), so a
+    // script shows them without forming them again.
     std::string json(bool ok) const {
-        std::string j = "{\"lesson\":" + quote(lesson_);
-        j += ",\"result\":" + quote(!skip_reason_.empty() ? "SKIP" : ok ? "PASS" : "FAIL");
+        const std::string result = !skip_reason_.empty() ? "SKIP" : ok ? "PASS" : "FAIL";
+        std::string j = "{\"lesson\":" + quote(lesson_) + ",\"result\":" + quote(result);
         if (!skip_reason_.empty()) j += ",\"skip_reason\":" + quote(skip_reason_);
+        if (result == "FAIL") j += ",\"fail_reason\":" + quote(fail_reason());
         j += ",\"device\":{\"name\":" + quote(device_) + ",\"cc\":" + quote(cc_) + ",\"sms\":" + std::to_string(sms_) +
              ",\"memory_gb\":" + num(mem_gb_) + ",\"emulating\":" + quote(emulating_) + "}";
         j += ",\"config\":{";
@@ -267,49 +275,20 @@ public:
         j += "},\"default_size\":" + std::string(default_size_ ? "true" : "false");
         j += ",\"timing\":" + quote(timing_);
         j += ",\"bounds\":" + named_list(bounds_) + ",\"yardsticks\":" + named_list(yardsticks_);
-        j += ",\"variants\":[";
-        for (size_t i = 0; i < variants_.size(); ++i) {
-            const Variant& v = variants_[i];
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(v.name) + ",\"ms\":" + num(v.ms) +
-                 ",\"rate\":" + num(v.rate) + ",\"unit\":" + quote(v.unit) +
-                 ",\"against\":" + quote(against_word(v.against)) + ",\"reference\":" + quote(v.ref_name) +
-                 ",\"reference_rate\":" + num(v.ref_value) +
-                 ",\"fraction\":" + num(v.ungraded.empty() ? v.fraction : NAN) + ",\"ungraded\":" + quote(v.ungraded) +
-                 "}";
-        }
-        j += "],\"metrics\":" + named_list(metrics_);
+        j += ",\"variants\":" + json_list(variants_, variant_json);
+        j += ",\"metrics\":" + named_list(metrics_) + ",\"roofs\":" + roofs_json();
         j += ",\"cpu_reference_ms\":" + num(cpu_ms_) + ",\"cpu_reference_threads\":" + std::to_string(cpu_threads_);
-        j += ",\"verification\":{\"pass\":" + std::string(ok ? "true" : "false") + ",\"checks\":[";
-        for (size_t i = 0; i < checks_.size(); ++i) {
-            const Check& c = checks_[i];
-            j += std::string(i ? "," : "") + "{\"what\":" + quote(c.what) +
-                 ",\"checked\":" + std::to_string(c.checked) + ",\"rel_l2_error\":" + num(c.rel_l2) +
-                 ",\"max_abs_error\":" + num(c.max_abs) + ",\"first_bad_index\":" + std::to_string(c.first_bad) +
-                 ",\"bad_count\":" + std::to_string(c.bad_count) + ",\"tolerance\":" + num(c.tol) +
-                 ",\"pass\":" + (c.pass ? "true" : "false") + "}";
-        }
-        j += "]},\"key_result\":{\"metric\":" + quote(key_metric_) +
+        j += ",\"verification\":{\"pass\":" + std::string(ok ? "true" : "false") +
+             ",\"checks\":" + json_list(checks_, check_json) + "}";
+        j += ",\"key_result\":{\"metric\":" + quote(key_metric_) +
              ",\"fraction\":" + num(key_ungraded_.empty() ? key_fraction_ : NAN) + ",\"of\":" + quote(key_of_) +
-             ",\"against\":" + quote(against_word(key_against_)) + ",\"ungraded\":" + quote(key_ungraded_) + "}";
-        j += ",\"targets\":[";
-        for (size_t i = 0; i < targets_.size(); ++i) {
-            const Target& t = targets_[i];
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(t.name) + ",\"value\":" + num(t.value) +
-                 ",\"minimum\":" + num(t.minimum) + ",\"unit\":" + quote(t.unit) +
-                 ",\"met\":" + (t.met() ? "true" : "false") + "}";
-        }
-        j += "],\"work\":[";
-        for (size_t i = 0; i < work_.size(); ++i) {
-            const Work& w = work_[i];
-            const double s = w.ms * 1e-3;
-            j += std::string(i ? "," : "") + "{\"name\":" + quote(w.name) + ",\"flops\":" + num(w.flops) +
-                 ",\"bytes\":" + num(w.bytes) + ",\"ms\":" + num(w.ms) +
-                 ",\"intensity\":" + num(w.bytes > 0 ? w.flops / w.bytes : NAN) +
-                 ",\"gflops\":" + num(w.flops / s * 1e-9) + ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
-        }
+             ",\"against\":" + quote(against_word(key_against_)) + ",\"ungraded\":" + quote(key_ungraded_) +
+             ",\"against_text\":" + quote(against_text(key_against_, key_fraction_, key_of_, key_ungraded_)) + "}";
+        j += ",\"targets\":" + json_list(targets_, target_json);
+        j += ",\"work\":" + json_list(work_, work_json);
         std::vector<std::string> notes = notes_;
         notes.insert(notes.end(), detail::peak_rate_notes().begin(), detail::peak_rate_notes().end());
-        j += "],\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes) + "}";
+        j += ",\"warnings\":" + string_list(warnings_) + ",\"notes\":" + string_list(notes) + "}";
         return j;
     }
 
@@ -352,6 +331,11 @@ private:
         std::string name;
         double value;
         std::string unit;
+        Roof roof = Roof::None;
+    };
+    struct Work {
+        std::string name;
+        double flops, bytes, ms;
     };
     static const char* against_word(Against a) {
         return a == Against::Bound ? "bound" : a == Against::Yardstick ? "yardstick" : "";
@@ -361,6 +345,54 @@ private:
         if (unit == "%") std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
         else std::snprintf(buf, sizeof buf, "%.2f%s", v, unit.c_str());
         return buf;
+    }
+    // "vectorAdd4 vs DRAM bound: 95.0% (needs >= 90.0%)": the target line without its verdict.
+    static std::string target_text(const Target& t) {
+        return t.name + ": " + target_value(t.value, t.unit) + " (needs >= " + target_value(t.minimum, t.unit) + ")";
+    }
+    template <class T, class F>
+    static std::string json_list(const std::vector<T>& list, F one) {
+        std::string j = "[";
+        for (size_t i = 0; i < list.size(); ++i) j += (i ? "," : "") + one(list[i]);
+        return j + "]";
+    }
+    static std::string variant_json(const Variant& v) {
+        return "{\"name\":" + quote(v.name) + ",\"ms\":" + num(v.ms) + ",\"rate\":" + num(v.rate) +
+               ",\"unit\":" + quote(v.unit) + ",\"against\":" + quote(against_word(v.against)) +
+               ",\"reference\":" + quote(v.ref_name) + ",\"reference_rate\":" + num(v.ref_value) +
+               ",\"fraction\":" + num(v.ungraded.empty() ? v.fraction : NAN) + ",\"ungraded\":" + quote(v.ungraded) +
+               ",\"against_text\":" + quote(against_text(v.against, v.fraction, v.ref_name, v.ungraded)) + "}";
+    }
+    static std::string check_json(const Check& c) {
+        return "{\"what\":" + quote(c.what) + ",\"checked\":" + std::to_string(c.checked) +
+               ",\"rel_l2_error\":" + num(c.rel_l2) + ",\"max_abs_error\":" + num(c.max_abs) +
+               ",\"first_bad_index\":" + std::to_string(c.first_bad) + ",\"bad_count\":" + std::to_string(c.bad_count) +
+               ",\"tolerance\":" + num(c.tol) + ",\"pass\":" + (c.pass ? "true" : "false") + "}";
+    }
+    static std::string target_json(const Target& t) {
+        return "{\"name\":" + quote(t.name) + ",\"value\":" + num(t.value) + ",\"minimum\":" + num(t.minimum) +
+               ",\"unit\":" + quote(t.unit) + ",\"met\":" + (t.met() ? "true" : "false") +
+               ",\"text\":" + quote(target_text(t)) + "}";
+    }
+    static std::string work_json(const Work& w) {
+        const double s = w.ms * 1e-3;
+        return "{\"name\":" + quote(w.name) + ",\"flops\":" + num(w.flops) + ",\"bytes\":" + num(w.bytes) +
+               ",\"ms\":" + num(w.ms) + ",\"intensity\":" + num(w.bytes > 0 ? w.flops / w.bytes : NAN) +
+               ",\"gflops\":" + num(w.flops / s * 1e-9) + ",\"gbps\":" + num(w.bytes / s * 1e-9) + "}";
+    }
+    // Every bound and metric that is a roof, typed: kind "memory" or "compute", measured true for a
+    // metric (reached by the run's kernels), false for a bound (a probe or a peak from the clock).
+    std::string roofs_json() const {
+        std::string j = "[";
+        for (const std::vector<Named>* list : {&bounds_, &metrics_})
+            for (const Named& m : *list) {
+                if (m.roof == Roof::None) continue;
+                j += std::string(j.size() > 1 ? "," : "") + "{\"name\":" + quote(m.name) +
+                     ",\"value\":" + num(m.value) + ",\"unit\":" + quote(m.unit) +
+                     ",\"kind\":" + quote(m.roof == Roof::Memory ? "memory" : "compute") +
+                     ",\"measured\":" + (list == &metrics_ ? "true" : "false") + "}";
+            }
+        return j + "]";
     }
     static std::string named_list(const std::vector<Named>& list) {
         std::string j = "[";
@@ -392,7 +424,9 @@ private:
     static std::string unquote(const std::string& s) {
         return (s.size() >= 2 && s.front() == '"') ? s.substr(1, s.size() - 2) : s;
     }
-    std::string first_failure() const {
+    // Why the run FAILs: what the RESULT line says in its parentheses.
+    std::string fail_reason() const {
+        if (checks_.empty()) return "nothing was verified";
         for (const Check& c : checks_)
             if (!c.pass) {
                 char buf[96];
@@ -429,10 +463,6 @@ private:
     std::vector<Check> checks_;
     std::vector<std::string> notes_, warnings_;
     std::vector<Target> targets_;
-    struct Work {
-        std::string name;
-        double flops, bytes, ms;
-    };
     std::vector<Work> work_;
     bool default_size_ = false;
     std::string timing_;
