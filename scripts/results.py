@@ -18,11 +18,28 @@
       Prints one lesson's variants and metrics, one column per GPU, as Markdown
       tables for its handout's "What to observe".
 
+  scripts/results.py verdict [--log=LOG] REPORT.json
+      One run of a lesson, read from its --json report, for scripts/run_all.sh
+      and scripts/check_perf.sh: one tab-separated line per fact,
+        result   PASS, FAIL or SKIP (or ERROR, bad input, read from LOG)
+        reason   why it failed or skipped (the RESULT line's parentheses)
+        metric   the key result
+        against  where it stands: "97.1% of DRAM bound", "1.02x cuBLAS"
+        missed   target: <name>: <value> (needs >= <minimum>), MISSED
+        warning  WARNING: <text>
+      (lines with nothing to say left out; "missed" only at the default size,
+      where targets are graded). A run that wrote no report (it stopped on a
+      failed CUDA call, found no GPU, or has no image for it) is read from the
+      last RESULT line of LOG. Exit 0: PASS, every target met, no WARNING;
+      1: FAIL or ERROR, or a PASS that missed a target or warned; 77: SKIP;
+      2: neither a report nor a RESULT line.
+
 Exit codes: 0 done, 1 check found a difference, 2 bad usage or unreadable input.
 """
 import glob
 import json
 import os
+import re
 import sys
 
 import generated_block  # scripts/generated_block.py
@@ -81,17 +98,38 @@ def collect(results_dir, out_path):
     print("results.py: %d lessons from %s -> %s" % (len(lessons), results_dir, out_path))
 
 
-def against(key):
-    if not key:
-        return ""
-    if key.get("ungraded"):
-        return "not graded: " + key["ungraded"]
-    frac = key.get("fraction")
-    if frac is None:
-        return ""
-    if key.get("against") == "bound":
-        return "%.1f%% of %s" % (100.0 * frac, key.get("of", ""))
-    return "%.2fx %s" % (frac, key.get("of", ""))
+def verdict(report_path, log_path):
+    """The verdict of one run as (exit code, [(tag, text)]); see `verdict` in the usage."""
+    facts, report = [], None
+    try:
+        with open(report_path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):  # none, or cut short: the log's RESULT line says what happened
+        pass
+    if isinstance(report, dict):
+        result = report.get("result", "FAIL")
+        facts.append(("result", result))
+        facts.append(("reason", report.get("skip_reason") or report.get("fail_reason") or ""))
+        key = report.get("key_result") or {}
+        facts += [("metric", key.get("metric", "")), ("against", key.get("against_text", ""))]
+        if report.get("default_size"):
+            facts += [("missed", "target: %s, MISSED" % t.get("text", t.get("name")))
+                      for t in report.get("targets", []) if not t.get("met")]
+        facts += [("warning", "WARNING: " + w) for w in report.get("warnings", [])]
+    else:
+        last = None
+        if log_path and os.path.exists(log_path):
+            for line in open(log_path, errors="replace"):
+                m = re.match(r"RESULT: (PASS|FAIL|SKIP|ERROR)(?: \((.*)\))?$", line.rstrip("\n"))
+                last = m or last
+        if not last:
+            return 2, [("result", "FAIL"), ("reason", "no JSON report and no RESULT line")]
+        facts += [("result", last.group(1)), ("reason", last.group(2) or "")]
+    result = facts[0][1]
+    clean = not any(tag in ("missed", "warning") for tag, _ in facts)
+    code = 77 if result == "SKIP" else 0 if result == "PASS" and clean else 1
+    # One fact a line: a tab or a line break inside a text would split it.
+    return code, [(tag, " ".join(text.split())) for tag, text in facts if text]
 
 
 def need_text(t):
@@ -160,7 +198,7 @@ def table(summaries):
                 metric = "**%s** %s" % (lesson.get("result"), metric)
             if lesson.get("warnings"):
                 metric += " **WARNING**"
-            row += " %s | %s |" % (metric.replace("|", "/"), against(key))
+            row += " %s | %s |" % (metric.replace("|", "/"), key.get("against_text", ""))
         row += " %s |" % targets_text(n, summaries)
         lines.append(row)
     return "\n".join(lines)
@@ -218,13 +256,8 @@ def lesson_tables(name, summaries):
             if not v:
                 row += " - | - | - |"
                 continue
-            against_text = ""
-            if v.get("ungraded"):
-                against_text = "not graded: " + v["ungraded"]
-            elif v.get("fraction") is not None:
-                against_text = ("%.1f%% of %s" % (100 * v["fraction"], v["reference"]) if v.get("against") == "bound"
-                                else "%.2fx %s" % (v["fraction"], v["reference"]))
-            row += " %s | %s %s | %s |" % (fmt(v.get("ms")), fmt(v.get("rate")), v.get("unit", ""), against_text)
+            row += " %s | %s %s | %s |" % (fmt(v.get("ms")), fmt(v.get("rate")), v.get("unit", ""),
+                                          v.get("against_text", ""))
         out.append(row)
     metrics = []
     for s in have:
@@ -248,6 +281,16 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     cmd, args = argv[1], argv[2:]
+    if cmd == "verdict":
+        log = None
+        if args and args[0].startswith("--log="):
+            log, args = args[0][len("--log="):], args[1:]
+        if len(args) != 1:
+            die("usage: results.py verdict [--log=LOG] REPORT.json")
+        code, facts = verdict(args[0], log)
+        for tag, text in facts:
+            print("%s\t%s" % (tag, text))
+        return code
     if cmd == "lesson":
         if not args:
             die("usage: results.py lesson NN_name [SUMMARY.json ...]")
@@ -274,7 +317,7 @@ def main(argv):
             f.write(new)
         print("results.py: wrote the results table of " + readme)
         return 0
-    die("unknown command '%s' (collect, readme, check)" % cmd)
+    die("unknown command '%s' (collect, readme, check, lesson, verdict)" % cmd)
 
 
 if __name__ == "__main__":
