@@ -16,14 +16,15 @@
 #
 # Environment: BUILD_DIR (default build), CUDAARCHS (e.g. 90) to pick the GPU
 # architecture instead of "native". Each lesson's log and JSON report go to
-# $BUILD_DIR/results/. Each lesson is also run once with --quick --repeat=1 --inject-fault,
-# which must FAIL (the check can catch a wrong element); those runs come after
-# every timed run, FAULT_JOBS (default 8) at a time. Every WARNING line a lesson
-# prints (a rate above its bound: a measurement error) is listed after the table.
-# A lesson that exits 77 with `RESULT: SKIP (<reason>)` (nothing it was asked to run can run
-# on this GPU) is a SKIP, listed with its reason after the table, not a failure; so is its
-# fault check then. LESSON_GPU_LIMITS=<class> in the environment reaches every lesson
-# (docs/setup.md).
+# $BUILD_DIR/results/; the table, the targets and the WARNING lines come from the JSON
+# report (scripts/results.py verdict), the retry from scripts/check_perf.sh. Each lesson
+# is also run once with --quick --repeat=1 --inject-fault, which must FAIL (the check
+# can catch a wrong element); those runs come after every timed run, FAULT_JOBS
+# (default 8) at a time. Every WARNING a lesson reports (a rate above its bound: a
+# measurement error) is listed after the table. A lesson that exits 77 with a reason
+# (SKIP: nothing it was asked to run can run on this GPU) is a SKIP, listed with its
+# reason after the table, not a failure; so is its fault check then.
+# LESSON_GPU_LIMITS=<class> in the environment reaches every lesson (docs/setup.md).
 # LESSON_PHASES=1 makes every lesson log where its wall time went ("[phase]" lines;
 # docs/measuring.md).
 # Exit: 0 no FAIL (every lesson PASS or SKIP), 1 any FAIL, 2 bad usage, 77 no GPU on this machine.
@@ -42,7 +43,7 @@ for arg in "$@"; do
     --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,6 +51,8 @@ if [ "$TARGETS" = 1 ] && { [ "$QUICK" = 1 ] || [ "$SANITIZE" = 1 ]; }; then
   echo "run_all.sh: --check-targets grades the default sizes; it does not combine with --quick or --sanitize" >&2; exit 2
 fi
 
+command -v python3 >/dev/null || { echo "run_all.sh: needs python3 (it reads the lessons' JSON reports)" >&2; exit 1; }
+. scripts/check_perf.sh  # verdict, verdict_read and perf_run: the retry rule of --check-targets
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 lessons=()
 for d in lessons/[0-9][0-9]_*/; do
@@ -122,18 +125,23 @@ for name in "${lessons[@]}"; do
   exe="$BIN/${name#[0-9][0-9]_}"
   if [ ! -x "$exe" ]; then pending+=("$name"$'\x1f'"FAIL"$'\x1f'"(not built)"$'\x1f'$'\x1f'); fails=$((fails+1)); continue; fi
   if [ "$SANITIZE" = 1 ]; then
-    result=PASS; detail=""; SKIPPED_TOOLS=0
+    result=PASS; detail=""; SKIPPED_TOOLS=0; why=""
     start=$(date +%s%N)
     for tool in memcheck racecheck synccheck initcheck; do
       log="$RES/$name.$tool.log"
       extra=()
       [ "$tool" = memcheck ] && extra=(--leak-check full)
-      LESSON_UNDER_SANITIZER=1 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 >"$log" 2>&1
+      rm -f "$RES/$name.$tool.json"
+      LESSON_UNDER_SANITIZER=1 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 \
+        --json="$RES/$name.$tool.json" >"$log" 2>&1
       trc=$?
-      # memcheck/synccheck/initcheck end with "ERROR SUMMARY: N errors",
-      # racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
+      # The sanitizer's own last words: memcheck/synccheck/initcheck end with "ERROR SUMMARY: N
+      # errors", racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
       summary=$(grep -m1 -oE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" || true)
-      if [ $trc = 77 ] && grep -qE '^RESULT: SKIP \(.+\)$' "$log"; then SKIPPED_TOOLS=$((SKIPPED_TOOLS+1)); fi
+      if [ $trc = 77 ]; then
+        verdict "$RES/$name.$tool.json" "$log"
+        if [ "$v_result" = SKIP ] && [ -n "$v_reason" ]; then SKIPPED_TOOLS=$((SKIPPED_TOOLS+1)); why=${why:-$v_reason}; fi
+      fi
       if [ $trc != 0 ] || [ -z "$summary" ] || [[ "$summary" != *": 0 "* ]]; then
         result=FAIL; detail+="$tool(rc=$trc ${summary:-no summary}) "
       else
@@ -141,9 +149,9 @@ for name in "${lessons[@]}"; do
       fi
     done
     secs=$(elapsed "$start")
-    # A lesson that cannot run here exits 77 under every tool, with its RESULT: SKIP line.
+    # A lesson that cannot run here exits 77 under every tool, with its reason.
     if [ $result = FAIL ] && [ "$SKIPPED_TOOLS" = 4 ]; then
-      result=SKIP; skips+=("$name: $(grep '^RESULT: SKIP' "$RES/$name.memcheck.log" | tail -n 1 | sed 's/^RESULT: //')")
+      result=SKIP; skips+=("$name: SKIP ($why)")
     fi
     case $result in PASS) passes=$((passes+1)) ;; FAIL) fails=$((fails+1)) ;; esac
     row "$name" "$result" "${detail% }" "" "$secs" ""
@@ -151,38 +159,23 @@ for name in "${lessons[@]}"; do
     continue
   fi
   suffix=""; [ "$QUICK" = 1 ] && suffix=".quick"
-  args=(--json="$RES/$name$suffix.json")
+  args=()
   [ "$QUICK" = 1 ] && args+=(--quick)
-  log="$RES/$name$suffix.log"
-  rm -f "$RES/$name.first.log"
-  for attempt in 1 2; do
-    start=$(date +%s%N)
-    "$exe" "${args[@]}" >"$log" 2>&1
-    rc=$?
-    secs=$(elapsed "$start")
-    # --check-targets: a PASS that missed a target or printed a WARNING runs once more, and only a
-    # second miss counts. A lent GPU machine shares its host and PCIe path with others: a PCIe
-    # pipeline once ran at 51% of its bound, and at 85% in the next run of the same build. A
-    # real regression misses twice. The first run's log stays beside the second as NAME.first.log.
-    [ "$TARGETS" = 1 ] && [ $rc = 0 ] && [ $attempt = 1 ] || break
-    first=$(grep -E '^WARNING:|^target: .*, MISSED$' "$log")
-    [ -n "$first" ] || break
-    mv "$log" "$RES/$name.first.log"
-    while IFS= read -r t; do retried+=("$name: first run: $t"); done <<<"$first"
-  done
-  last=$(grep '^RESULT:' "$log" | tail -n 1)
+  # --check-targets: a PASS that missed a target or warned runs once more; only a second miss
+  # counts (perf_run, scripts/check_perf.sh). The first run's log stays as NAME.first.log.
+  perf_run "$TARGETS" "$RES/$name$suffix.log" "$RES/$name$suffix.json" "$exe" "${args[@]}"
+  rc=$perf_rc; secs=$perf_secs
+  for t in "${perf_first_missed[@]}" "${perf_first_warnings[@]}"; do retried+=("$name: first run: $t"); done
   case $rc in
     0) result=PASS; passes=$((passes+1)) ;;
-    77) result=SKIP; skips+=("$name: ${last#RESULT: }") ;;
+    77) result=SKIP; skips+=("$name: SKIP${v_reason:+ ($v_reason)}") ;;
     *) result=FAIL; fails=$((fails+1)) ;;
   esac
-  key=$(grep '^Key result:' "$log" | tail -n 1 | sed 's/^Key result: //')
-  metric=${key%% | *}; frac=""
-  [[ "$key" == *" | "* ]] && frac=${key#* | }
-  [ $rc = 0 ] || metric="$last"
-  while IFS= read -r w; do warnings+=("$name: $w"); done < <(grep '^WARNING:' "$log")
+  metric=$v_metric; frac=$v_against
+  [ $rc = 0 ] || metric="RESULT: $v_result${v_reason:+ ($v_reason)}"
+  for w in "${v_warnings[@]}"; do warnings+=("$name: $w"); done
   if [ "$TARGETS" = 1 ] && [ $rc = 0 ]; then
-    while IFS= read -r t; do missed+=("$name: $t"); done < <(grep '^target: .*, MISSED$' "$log")
+    for t in "${v_missed[@]}"; do missed+=("$name: $t"); done
   fi
   printf '%s\t%s\n' "$name" "$secs" >>"$RES/seconds-$mode.tsv"
   pending+=("$name"$'\x1f'"$result"$'\x1f'"$metric"$'\x1f'"$frac"$'\x1f'"$secs")
@@ -192,7 +185,7 @@ done
 # The fault checks: each lesson again at --quick --repeat=1, corrupted on purpose (--inject-fault); it must
 # FAIL with exit 1. Nothing in them is timed, so they run after every timed run, FAULT_JOBS
 # (default 8) at a time. Their logs may hold WARNING lines (runs that share the GPU and the PCIe
-# link measure their bounds and pipelines side by side); only their exit and RESULT count. Their
+# link measure their bounds and pipelines side by side); only their exit and result count. Their
 # cost is mostly CUDA context creation, which the driver does one process at a time (on an H100,
 # 24 of them took 5.3 s with 8, 16 or 24 at a time).
 if [ ${#pending[@]} -gt 0 ]; then
@@ -201,15 +194,20 @@ if [ ${#pending[@]} -gt 0 ]; then
     name=${entry%%$'\x1f'*}
     [ -x "$BIN/${name#[0-9][0-9]_}" ] || continue  # not built: no fault check
     while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-8}" ]; do wait -n; done
-    ( "$BIN/${name#[0-9][0-9]_}" --quick --repeat=1 --inject-fault >"$RES/$name.fault.log" 2>&1; echo $? >"$RES/$name.fault.rc" ) &
+    f="$RES/$name.fault"
+    rm -f "$f.json"
+    ( "$BIN/${name#[0-9][0-9]_}" --quick --repeat=1 --inject-fault --json="$f.json" >"$f.log" 2>&1; echo $? >"$f.rc"
+      python3 "$RESULTS_PY" verdict --log="$f.log" "$f.json" >"$f.verdict" ) &
   done
   wait
   for entry in "${pending[@]}"; do
     IFS=$'\x1f' read -r name result metric frac secs <<<"$entry"
     if [ "$metric" = "(not built)" ]; then row "$name" "$result" "$metric" "" "" ""; continue; fi
-    frc=$(cat "$RES/$name.fault.rc" 2>/dev/null || echo none); rm -f "$RES/$name.fault.rc"
-    if [ "$frc" = 1 ] && grep -q '^RESULT: FAIL' "$RES/$name.fault.log"; then fault="caught (FAIL)"
-    elif [ "$frc" = 77 ] && grep -qE '^RESULT: SKIP \(.+\)$' "$RES/$name.fault.log"; then fault="SKIP"
+    frc=$(cat "$RES/$name.fault.rc" 2>/dev/null || echo none)
+    verdict_read < <(cat "$RES/$name.fault.verdict" 2>/dev/null)
+    rm -f "$RES/$name.fault.rc" "$RES/$name.fault.verdict"
+    if [ "$frc" = 1 ] && [ "$v_result" = FAIL ]; then fault="caught (FAIL)"
+    elif [ "$frc" = 77 ] && [ "$v_result" = SKIP ] && [ -n "$v_reason" ]; then fault="SKIP"
     else fault="MISSED (exit $frc)"; fails=$((fails+1)); fi
     row "$name" "$result" "$metric" "$frac" "$secs" "$fault"
     [[ "$fault" == MISSED* ]] && echo "$name: fault check $fault (log $RES/$name.fault.log)"
