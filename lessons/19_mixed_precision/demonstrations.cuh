@@ -10,7 +10,8 @@
 // Each runs on the GPU (cuBLAS calls or the lesson's kernels) and is checked against
 // what the CPU predicts (verify/precision.h), so a demonstration that does not show
 // what it claims FAILS the run. The handout's "The formats, measured" explains them.
-// Lesson 19 of the course; main.cu calls these before the GEMM table.
+// Lesson 19 of the course; before: lesson 18 (CUDA graphs), next: lesson 20 (tensor-core GEMM).
+// main.cu calls these before the GEMMs.
 // Run: ./build/bin/mixed_precision
 #pragma once
 #include <cublas_v2.h>

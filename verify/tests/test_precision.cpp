@@ -515,3 +515,67 @@ TEST_CASE("bit-level rounding = round_to and encode for every float: TF32, BF16,
     CHECK(disagreements_over_every_float<uint8_t>([&](uint32_t u) { return verify::to_e4m3_bits(f(u)); },
                                                   [&](uint32_t u) { return verify::to_e4m3_bits_generic(f(u)); }) == 0);
 }
+
+TEST_CASE("lesson 19's rounded inputs: each element rounded alone, rows of A packed", "[precision]") {
+    const int64_t M = 40, N = 24, K = 3000;  // K x N past one block of the parallel loop
+    std::vector<float> A(size_t(M * K)), Bt(size_t(N * K));
+    verify::fill_uniform(A.data(), A.size(), 21, -verify::kGemmRangeA, verify::kGemmRangeA);
+    verify::fill_uniform(Bt.data(), Bt.size(), 22, -verify::kGemmRangeBt, verify::kGemmRangeBt);
+    const std::vector<int64_t> rows = {3, 17, 39};
+    const float amax_a = verify::amax_of(A.data(), A.size()), amax_bt = verify::amax_of(Bt.data(), Bt.size());
+    const float qa = verify::fp8_quant_scale(amax_a), qb = verify::fp8_quant_scale(amax_bt);
+    for (const verify::FloatFormat* f : {&verify::kTf32, &verify::kBf16, &verify::kFp16, &verify::kE4m3}) {
+        const verify::RoundedInputs r =
+            verify::round_gemm_inputs(*f, A.data(), Bt.data(), Bt.size(), rows, K, amax_a, amax_bt);
+        const bool e4m3 = f == &verify::kE4m3, tf32 = f == &verify::kTf32;
+        REQUIRE(r.a_rows.size() == rows.size() * size_t(K));
+        REQUIRE(r.bt.size() == Bt.size());
+        CHECK(r.a_bits.size() == (tf32 ? 0 : r.a_rows.size()));
+        CHECK(r.bt_bits.size() == (tf32 ? 0 : r.bt.size()));
+        auto one = [&](float x, float q, float v, const uint16_t* bits) {
+            if (tf32) return v == verify::to_tf32(x);
+            const double want = verify::round_to(double(e4m3 ? x * q : x), *f);
+            return double(v) == want && *bits == uint16_t(verify::encode(want, *f));
+        };
+        bool all = true;
+        for (size_t i = 0; i < rows.size(); ++i)
+            for (int64_t k = 0; k < K; ++k) {
+                const size_t at = i * size_t(K) + size_t(k);
+                all = all && one(A[size_t(rows[i] * K + k)], qa, r.a_rows[at], tf32 ? nullptr : &r.a_bits[at]);
+            }
+        for (size_t i = 0; i < Bt.size(); ++i) all = all && one(Bt[i], qb, r.bt[i], tf32 ? nullptr : &r.bt_bits[i]);
+        CHECK(all);
+        CHECK(r.scale_a == (e4m3 ? verify::fp8_dequant_scale(amax_a) : 1.0f));
+        CHECK(r.scale_bt == (e4m3 ? verify::fp8_dequant_scale(amax_bt) : 1.0f));
+        CHECK(r.scale == double(r.scale_a) * double(r.scale_bt));
+    }
+}
+
+TEST_CASE("exact check of stored bits: 1- and 2-byte values, parts, first bad element", "[precision]") {
+    const uint64_t n = 200000;  // past one block
+    std::vector<uint16_t> cpu(n), g16(n);
+    std::vector<uint8_t> g8(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        cpu[i] = uint16_t(i % 251);
+        g16[i] = cpu[i];
+        g8[i] = uint8_t(cpu[i]);
+    }
+    lesson::Check c;
+    c = verify::add_same_bits(c, g16.data(), 2, cpu.data(), n, 0);
+    c = verify::add_same_bits(c, g8.data(), 1, cpu.data(), n, n);
+    CHECK(c.pass);
+    CHECK(c.checked == 2 * n);
+    CHECK(c.first_bad == -1);
+    g8[150000] ^= 1;
+    g8[7] ^= 1;
+    g16[199999] ^= 0x100;  // a high byte: a 2-byte compare must see it
+    lesson::Check bad;
+    bad = verify::add_same_bits(bad, g16.data(), 2, cpu.data(), n, 0);
+    bad = verify::add_same_bits(bad, g8.data(), 1, cpu.data(), n, n);
+    CHECK_FALSE(bad.pass);
+    CHECK(bad.bad_count == 3);
+    CHECK(bad.first_bad == 199999);  // the first part's first bad element
+    lesson::Check none;
+    none = verify::add_same_bits(none, g8.data(), 1, cpu.data(), 0, 0);
+    CHECK_FALSE(none.pass);  // nothing checked is no pass
+}

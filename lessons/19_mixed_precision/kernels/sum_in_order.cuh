@@ -6,7 +6,8 @@
 // thread): the point is the arithmetic, which verify::emulated_running_sum
 // reproduces on the CPU bit for bit. A BF16 sum of values in [0, 1) stops growing
 // at 256, an FP16 one at 2048 (README, "The formats, measured").
-// Lesson 19 of the course. Run: ./build/bin/mixed_precision
+// Lesson 19 of the course; before: lesson 18 (CUDA graphs), next: lesson 20 (tensor-core GEMM).
+// Run: ./build/bin/mixed_precision
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,8 +1,10 @@
 // verify/precision.h - the narrow floating-point formats on the CPU: rounding a
 // float to FP16, BF16, TF32 and FP8 E4M3 (round to nearest, ties to even) and
 // back, the formats' unit roundoffs, the tolerance of a GEMM in a given
-// precision, a double reference for sampled rows of C = A * B^T, and the
-// emulated running sums of lesson 19's demonstrations.
+// precision, lesson 19's GEMM inputs rounded as each format sees them and the
+// exact check of the bits its conversion kernels write, a double reference for
+// sampled rows of C = A * B^T, and the emulated running sums of lesson 19's
+// demonstrations.
 //
 // Rounding is done in double, where every step is exact for a float input:
 // the value is divided by its quantum (a power of two: the spacing of the
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+#include "common/report.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
 
@@ -235,6 +238,82 @@ inline float amax_of(const float* x, uint64_t n) {
     float m = 0.0f;
     for (float p : parts) m = std::max(m, p);
     return m;
+}
+
+// Lesson 19's GEMM inputs as a GEMM of format f sees them, rounded on the CPU: the values of the
+// sampled rows of A (packed one after another) and of all of Bt, and, for the formats the lesson's
+// kernels write (BF16, FP16, FP8 E4M3), the bits they must write. TF32 is rounded within the float
+// (cuBLAS rounds it itself); FP8 rounds x * 448 / amax (fp8_quant_scale) of each tensor and carries
+// both dequantization scales and their product; any other format (FP32) keeps the values as they
+// are. Every element by itself, in blocks on all host cores.
+struct RoundedInputs {
+    host_vector<float> a_rows, bt;
+    host_vector<uint16_t> a_bits, bt_bits;
+    double scale = 1.0;  // FP8: dequantization scale of A times that of Bt
+    float scale_a = 1.0f, scale_bt = 1.0f;
+};
+inline RoundedInputs round_gemm_inputs(const FloatFormat& f, const float* A, const float* Bt, uint64_t nB,
+                                       const std::vector<int64_t>& rows, int64_t K, float amax_a, float amax_bt) {
+    auto is = [&](const FloatFormat& g) { return f.p == g.p && f.exp_bits == g.exp_bits; };
+    const bool tf32 = is(kTf32), bf16 = is(kBf16), fp16 = is(kFp16), e4m3 = is(kE4m3);
+    RoundedInputs r;
+    r.a_rows.resize(rows.size() * uint64_t(K));
+    for (size_t i = 0; i < rows.size(); ++i)
+        std::copy(A + rows[i] * K, A + (rows[i] + 1) * K, r.a_rows.begin() + int64_t(i) * K);
+    r.bt.resize(nB);
+    const float qa = fp8_quant_scale(amax_a), qb = fp8_quant_scale(amax_bt);
+    if (e4m3) {
+        r.scale_a = fp8_dequant_scale(amax_a);
+        r.scale_bt = fp8_dequant_scale(amax_bt);
+        r.scale = double(r.scale_a) * double(r.scale_bt);
+    }
+    // v[i] = src[i] rounded (src may be v itself).
+    auto round_all = [&](const float* src, host_vector<float>& v, host_vector<uint16_t>& bits, float q) {
+        if (bf16 || fp16 || e4m3) bits.resize(v.size());
+        parallel_blocks(v.size(), items_per_block(64), [&](uint64_t b, uint64_t e) {
+            for (uint64_t i = b; i < e; ++i) {
+                float x = src[i];
+                if (tf32) x = to_tf32(x);
+                if (bf16) x = bf16_bits_to_float(bits[i] = to_bf16_bits(x));
+                if (fp16) x = fp16_bits_to_float(bits[i] = to_fp16_bits(x));
+                if (e4m3) x = e4m3_bits_to_float(bits[i] = to_e4m3_bits(x * q));
+                v[i] = x;
+            }
+        });
+    };
+    round_all(r.a_rows.data(), r.a_rows, r.a_bits, qa);
+    round_all(Bt, r.bt, r.bt_bits, qb);
+    return r;
+}
+
+// One more part of an exact check c: n values the GPU wrote (`bytes` = 1 or 2 bytes each, as
+// stored) against the CPU's bits, element i counted as element offset + i of the check. A check
+// made of several parts reports the first bad element of the first part that has one.
+inline lesson::Check add_same_bits(lesson::Check c, const void* gpu, size_t bytes, const uint16_t* cpu, uint64_t n,
+                                   uint64_t offset) {
+    struct Tally {
+        uint64_t bad = 0;
+        int64_t first = -1;
+    };
+    const uint8_t* g8 = static_cast<const uint8_t*>(gpu);
+    const uint16_t* g16 = static_cast<const uint16_t*>(gpu);
+    const std::vector<Tally> parts = block_partials<Tally>(n, items_per_block(1), [&](uint64_t b, uint64_t e) {
+        Tally t;
+        for (uint64_t i = b; i < e; ++i)
+            if ((bytes == 2 ? g16[i] : uint16_t(g8[i])) != cpu[i]) {
+                if (t.bad++ == 0) t.first = int64_t(offset + i);
+            }
+        return t;
+    });
+    c.checked += n;
+    for (const Tally& t : parts) {  // in block order: the first bad element is the first block's first
+        if (t.bad > 0 && c.bad_count == 0 && c.first_bad < 0) c.first_bad = t.first;
+        c.bad_count += t.bad;
+    }
+    c.rel_l2 = c.max_abs = 0.0;
+    c.tol = 0.0;
+    c.pass = c.checked > 0 && c.bad_count == 0;
+    return c;
 }
 
 // `count` row indices of [0, rows), ascending and distinct: one random row in
