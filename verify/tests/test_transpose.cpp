@@ -1,4 +1,5 @@
-// CPU tests of verify/transpose.h: the transpose reference (lesson 12).
+// CPU tests of verify/transpose.h: the transpose reference and the exact check (lesson 12).
+#include <cmath>
 #include <cstdint>
 #include <vector>
 #include "catch_shim.hpp"
@@ -53,4 +54,24 @@ TEST_CASE("transpose reference: integer types are moved exactly", "[transpose]")
     verify::transpose_reference(in, out, rows, cols);
     const uint64_t want[] = {1ull << 60, 3, 5, 2, 4, (1ull << 63) + 1};
     for (int i = 0; i < 6; ++i) CHECK(out[i] == want[i]);
+}
+
+TEST_CASE("check_moved: identical bytes pass with zero error, one moved value fails at its index", "[transpose]") {
+    const uint64_t n = (uint64_t(1) << 19) + 5;  // more than one 1 MiB block, the last one partial
+    std::vector<float> ref(n), got;
+    verify::fill_uniform(ref.data(), n, 3);
+    got = ref;
+    const lesson::Check same = verify::check_moved(got.data(), ref.data(), n, "same");
+    CHECK(same.pass);
+    CHECK(same.checked == n);
+    CHECK(same.rel_l2 == 0.0);
+    CHECK(same.max_abs == 0.0);
+    got[n - 3] = ref[n - 4];  // a value in the wrong place
+    const lesson::Check moved = verify::check_moved(got.data(), ref.data(), n, "moved");
+    CHECK(!moved.pass);
+    CHECK(moved.first_bad == int64_t(n - 3));
+    CHECK(moved.bad_count == 1);
+    got[n - 3] = NAN;  // a NaN (an element never written) fails too
+    CHECK(!verify::check_moved(got.data(), ref.data(), n, "nan").pass);
+    CHECK(!verify::check_moved(got.data(), ref.data(), 0, "empty").pass);  // nothing checked is no pass
 }
