@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 1 of 8: interleaved addressing, a divergent branch.
-// Run this rung alone: ./build/bin/reduction --rung=1   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 1 of 8: interleaved addressing, a divergent branch.
 //
 // The classic tree in shared memory: each block loads kThreads values and
 // halves them kLevels times down to one. In step s, the threads whose index is
@@ -11,7 +10,7 @@
 // partial sums; main.cu (run_rung) launches passes until one value is left.
 // Before: lesson 13. Next: rung 2 (kernels/2_strided_index.cuh), the same tree
 // with the working threads packed together.
-// Run: ./build/bin/reduction --rung=1
+// Run: ./build/bin/reduction --rung=1   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

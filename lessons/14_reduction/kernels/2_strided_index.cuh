@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 2 of 8: strided index, no divergence, bank conflicts.
-// Run this rung alone: ./build/bin/reduction --rung=2   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 2 of 8: strided index, no divergence, bank conflicts.
 //
 // Rung 1's tree with the work given to threads 0, 1, 2, ...: thread t adds the
 // pair at index 2 s t. The working threads are packed into the first warps, so
@@ -10,7 +9,7 @@
 // One pass of the multi-pass tree, like rung 1.
 // Before: rung 1 (kernels/1_interleaved.cuh). Next: rung 3
 // (kernels/3_sequential.cuh), sequential addressing: no divergence, no conflicts.
-// Run: ./build/bin/reduction --rung=2
+// Run: ./build/bin/reduction --rung=2   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

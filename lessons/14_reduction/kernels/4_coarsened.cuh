@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 4 of 8: first add during the load, grid-stride loop.
-// Run this rung alone: ./build/bin/reduction --rung=4   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 4 of 8: first add during the load, grid-stride loop.
 //
 // Rungs 1-3 give each thread one value, so half of them idle from the first
 // step of the tree, and a pass over n values launches n / kThreads blocks.
@@ -11,7 +10,7 @@
 // in shared memory (rung 3's) runs once per block instead of once per 256 values.
 // Before: rung 3 (kernels/3_sequential.cuh). Next: rung 5
 // (kernels/5_warp_shuffle.cuh), the last warp of the tree with shuffles.
-// Run: ./build/bin/reduction --rung=4
+// Run: ./build/bin/reduction --rung=4   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>

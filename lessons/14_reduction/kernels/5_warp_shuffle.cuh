@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 5 of 8: the last warp with __shfl_down_sync.
-// Run this rung alone: ./build/bin/reduction --rung=5   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 5 of 8: the last warp with __shfl_down_sync.
 //
 // Rung 4's tree ends with five steps in which fewer than 32 threads work, each
 // step a round trip through shared memory plus a __syncthreads() for the whole
@@ -10,7 +9,7 @@
 // barrier is needed between those steps.
 // Before: rung 4 (kernels/4_coarsened.cuh). Next: rung 6
 // (kernels/6_cooperative_groups.cuh), the same warp step with cg::reduce.
-// Run: ./build/bin/reduction --rung=5
+// Run: ./build/bin/reduction --rung=5   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>

@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 6 of 8: cooperative groups, cg::reduce.
-// Run this rung alone: ./build/bin/reduction --rung=6   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 6 of 8: cooperative groups, cg::reduce.
 //
 // Rung 5's last warp, written with cooperative groups: the block is split into
 // tiles of 32 threads (thread_block_tile<32>, one warp each), and
@@ -10,7 +9,7 @@
 // threads take part, so there is no lane mask to get wrong.
 // Before: rung 5 (kernels/5_warp_shuffle.cuh). Next: rung 7
 // (kernels/7_float4_two_kernels.cuh), 16-byte loads and one pass.
-// Run: ./build/bin/reduction --rung=6
+// Run: ./build/bin/reduction --rung=6   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>

@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 7 of 8: 16-byte loads, one pass, a tiny finish kernel.
-// Run this rung alone: ./build/bin/reduction --rung=7   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 7 of 8: 16-byte loads, one pass, a tiny finish kernel.
 //
 // Rung 6 reads 4 bytes per load and finishes in several passes. Here:
 //  - each thread loads 16 bytes at a time (float4: four values per load), and
@@ -19,7 +18,7 @@
 // `in` must be 16-byte aligned (cudaMalloc gives 256).
 // Before: rung 6 (kernels/6_cooperative_groups.cuh). Next: rung 8
 // (kernels/8_last_block.cuh), the finish inside the same kernel.
-// Run: ./build/bin/reduction --rung=7
+// Run: ./build/bin/reduction --rung=7   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>

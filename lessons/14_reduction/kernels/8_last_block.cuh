@@ -1,5 +1,4 @@
-// Lesson 14 - reduction, rung 8 of 8: one kernel, the last block finishes.
-// Run this rung alone: ./build/bin/reduction --rung=8   (lesson 14 of the course, 00-23)
+// Lesson 14 of the course (reduction), rung 8 of 8: one kernel, the last block finishes.
 //
 // Rung 7 with its second launch folded into the first kernel. Each block writes
 // its partial sum, makes it visible to the whole GPU (__threadfence), then takes
@@ -12,7 +11,7 @@
 // The counter must be 0 before the first launch (main.cu: cudaMemset), and two
 // launches sharing one counter must not overlap (they run in one stream here).
 // Before: rung 7 (kernels/7_float4_two_kernels.cuh). Next: lesson 15.
-// Run: ./build/bin/reduction --rung=8
+// Run: ./build/bin/reduction --rung=8   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>

@@ -1,10 +1,9 @@
-// Lesson 14 - reduction: what the rung files share (kernels/1_... to 8_...).
-// Part of lesson 14 of the course (00-23), 14_reduction; run: ./build/bin/reduction
+// Lesson 14 of the course (reduction): what the rung files share (kernels/1_... to 8_...).
 //
 // The launcher interface of the ladder (Pass, Scratch) and, for rungs 7 and 8,
 // 16-byte vector types for float and int. Every rung keeps its own kernel and
 // block reduction, so that `diff kernels/N_a.cuh kernels/M_b.cuh` shows one idea.
-// Run: ./build/bin/reduction --rung=N
+// Run: ./build/bin/reduction --rung=N   (one rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>
