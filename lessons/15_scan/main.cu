@@ -2,36 +2,26 @@
 // Before: lesson 14 (14_reduction). Next: lesson 16 (16_histogram).
 // Run: ./build/bin/scan [--quick]   (--help lists every flag; README.md is the handout)
 //
-// Scan (prefix sum) and stream compaction.
-//
-// Where it sits: lesson 14 reduced n numbers to one sum; a scan keeps all n
-// running sums, and with them every element can compute where it goes
-// (compaction, radix sort, allocating output space). Next: lesson 16, histograms.
-//
-// The ladder, one file per rung in kernels/ (diff neighbours to see each step):
+// Lesson 14 reduced n numbers to one sum; a scan keeps all n running sums, and with them every
+// element can compute where it goes (compaction, radix sort, allocating output space). The
+// ladder, one file per rung in kernels/ (diff neighbours to see each step):
 //   1 Hillis-Steele    one block per 2048-element tile: 11 steps, 20481 additions
 //   2 Blelloch         the same tiles: 22 steps, 4094 additions (work-efficient)
 //   3 Blelloch padded  rung 2 with a conflict-free shared-memory index
 //   4 three-phase      scan tiles, scan the tile sums, add them back: 4n of traffic
 //   5 single-pass      decoupled look-back: read n, write n, one kernel
 //   cub::DeviceScan    the yardstick, on the same data
-// then stream compaction (flags, exclusive scan, scatter) against
-// cub::DeviceSelect::If. Rungs 1-3 scan each tile on its own (a segmented
-// scan); rungs 4, 5 and CUB scan the whole array, int32 and float. Every
-// element of every result is checked against a CPU reference (verify/scan.h):
-// ints exactly, floats within the worst-case rounding error of the rung's
-// order of additions, and floats once more on integer values (1 and 2, at
-// most 2^23 - 1 of them) whose every partial sum is exact: bit for bit
-// against the int scan. See README.md.
-//
-// Run: ./build/bin/scan                      n = 2^28, every rung
-//      ./build/bin/scan --rung=5 --n=1000003
+// then stream compaction (flags, exclusive scan, scatter) against cub::DeviceSelect::If
+// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4, 5 and CUB
+// scan the whole array, int32 and float (floats.cuh). Every element of every result is checked
+// against a CPU reference (verify/scan.h): ints exactly, floats within the worst-case rounding
+// error of the rung's order of additions, and floats once more on integer values (1 and 2, at
+// most 2^23 - 1 of them) whose every partial sum is exact: bit for bit against the int scan.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cub/cub.cuh>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -135,6 +125,32 @@ void run_ladder(const char* type, const T* d_in, T* d_out, T* h_out, size_t n, v
     }
 }
 
+// Parts 2 and 3 and the summary have files of their own; they use the table and
+// run_ladder() above.
+#include "compaction.cuh"
+#include "floats.cuh"
+#include "summary.cuh"
+
+// Device scratch: every rung and CUB say how much they need; one buffer serves them all.
+static size_t scratch_bytes(size_t N, size_t n_exact, const compact::Above& keep) {
+    size_t work_bytes = 0, b = 0;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const unsigned*)nullptr, (unsigned*)nullptr, unsigned(N)));
+    work_bytes = std::max(work_bytes, b);
+    CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const unsigned*)nullptr, (unsigned*)nullptr, unsigned(N)));
+    work_bytes = std::max(work_bytes, b);
+    for (const size_t items : {N, n_exact}) {  // Part 3 scans floats at both sizes
+        CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
+        work_bytes = std::max(work_bytes, b);
+        CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
+        work_bytes = std::max(work_bytes, b);
+    }
+    CUDA_CHECK(cub::DeviceSelect::If(nullptr, b, (int*)nullptr, (int*)nullptr, (unsigned long long*)nullptr, int64_t(N),
+                                     keep));
+    work_bytes = std::max(work_bytes, b);
+    for (const Rung& r : kRungs) work_bytes = std::max({work_bytes, r.workspace_bytes(N), r.workspace_bytes(n_exact)});
+    return work_bytes;
+}
+
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -156,68 +172,41 @@ int main(int argc, char** argv) {
     // Host: input and references (12n bytes pageable) and one pinned output (4n) at a time.
     lesson::require_host_memory(4 * bytes, "pageable and pinned", size_flag);
 
-    // Part 1's int32 input and its references need no GPU (about 0.3 s at the default size):
-    // they are computed on a host thread of their own while the CUDA context starts and the
-    // pinned buffer is allocated, and joined before the input goes to the GPU.
-    verify::host_vector<int32_t> h_ints(N), h_int_ref(N), h_tile_ref(N);  // not zeroed: filled before read
-    double cpu_ms = 0;
-    std::thread int_inputs([&] {
-        verify::fill_scan_ints(h_ints.data(), N, opt.seed);
-        lesson::HostTimer cpu;
-        verify::inclusive_scan_reference(h_ints.data(), h_int_ref.data(), N);
-        verify::inclusive_scan_reference(h_ints.data(), h_tile_ref.data(), N, hillis_steele::kTile);
-        cpu_ms += cpu.ms();
-    });
     cudaDeviceProp prop = lesson::pick_device(opt.device);
 
-    // Device scratch: every rung and CUB say how much they need; one buffer serves them all.
-    size_t work_bytes = 0, b = 0;
+    // Part 1's int32 input and its references: the whole array, and each 2048-tile on its own.
+    verify::host_vector<int32_t> h_ints(N), h_int_ref(N), h_tile_ref(N);  // not zeroed: filled before read
+    verify::fill_scan_ints(h_ints.data(), N, opt.seed);
+    lesson::HostTimer cpu;
+    verify::inclusive_scan_reference(h_ints.data(), h_int_ref.data(), N);
+    verify::inclusive_scan_reference(h_ints.data(), h_tile_ref.data(), N, hillis_steele::kTile);
+    double cpu_ms = cpu.ms();
+
     const compact::Above keep{static_cast<int>(threshold)};
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const unsigned*)nullptr, (unsigned*)nullptr, unsigned(N)));
-    work_bytes = std::max(work_bytes, b);
-    CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const unsigned*)nullptr, (unsigned*)nullptr, unsigned(N)));
-    work_bytes = std::max(work_bytes, b);
-    for (const size_t items : {N, n_exact}) {  // Part 3 scans floats at both sizes
-        CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
-        work_bytes = std::max(work_bytes, b);
-        CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, (const float*)nullptr, (float*)nullptr, unsigned(items)));
-        work_bytes = std::max(work_bytes, b);
-    }
-    CUDA_CHECK(cub::DeviceSelect::If(nullptr, b, (int*)nullptr, (int*)nullptr, (unsigned long long*)nullptr, int64_t(N),
-                                     keep));
-    work_bytes = std::max(work_bytes, b);
-    for (const Rung& r : kRungs) work_bytes = std::max({work_bytes, r.workspace_bytes(N), r.workspace_bytes(n_exact)});
+    const size_t work_bytes = scratch_bytes(N, n_exact, keep);
     // in, out, flags, kept (the float part reuses the same room after the int part).
     lesson::require_device_memory(4 * bytes + work_bytes + 8, size_flag);
 
     lesson::Report report("15_scan");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("rung", rung);
-    report.config("threshold", threshold);
+    report.device(prop);
+    report.config_from(cli);
     report.config("scratch_bytes", int64_t(work_bytes));
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
-    const std::string in_l2 = lesson::l2_note(2.0 * bytes, prop);
     const int repeat = static_cast<int>(opt.repeat);
     std::vector<Timed> timed;
     bool injected = false;
 
     void* d_work = nullptr;
     CUDA_CHECK(cudaMalloc(&d_work, work_bytes));
-    // Pinned: the many copies back run at full PCIe speed (lesson 05). Each input goes up through
-    // it too (copied in on every host core first): 1 GB at 55 GB/s instead of about 7.5 pageable.
+    // Pinned: the many copies back run at full PCIe speed (lesson 05).
     void* h_out = nullptr;
     CUDA_CHECK(cudaMallocHost(&h_out, bytes));
 
     // ---- Part 1: int32, every rung.
-    int_inputs.join();
     {
         int *d_in = nullptr, *d_out = nullptr;
         CUDA_CHECK(cudaMalloc(&d_in, bytes));
         CUDA_CHECK(cudaMalloc(&d_out, bytes));
-        verify::parallel_copy(static_cast<int32_t*>(h_out), h_ints.data(), N);
-        CUDA_CHECK(cudaMemcpy(d_in, h_out, bytes, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(d_in, h_ints.data(), bytes, cudaMemcpyHostToDevice));
         int32_t* h_got = static_cast<int32_t*>(h_out);
         run_ladder<unsigned>(
             "int32", reinterpret_cast<const unsigned*>(d_in), reinterpret_cast<unsigned*>(d_out),
@@ -233,43 +222,10 @@ int main(int argc, char** argv) {
                                                     tiled ? r->tile : 0, what));
             });
 
-        // ---- Part 2: stream compaction of the same int32 input, built on rung 5, against cub::DeviceSelect::If.
-        if (compaction) {
-            unsigned* d_flags = nullptr;
-            int* d_kept = nullptr;
-            unsigned long long* d_count = nullptr;
-            CUDA_CHECK(cudaMalloc(&d_flags, bytes));
-            CUDA_CHECK(cudaMalloc(&d_kept, bytes));
-            CUDA_CHECK(cudaMalloc(&d_count, sizeof(unsigned long long)));
-            lesson::HostTimer cpu;
-            const uint64_t ref_count = verify::compact_reference(h_ints.data(), N, keep.threshold, h_tile_ref.data());
-            cpu_ms += cpu.ms();
-            double ms[2];
-            for (int k = 0; k < 2; ++k) {  // 0: ours, 1: CUB
-                const char* who = k == 0 ? "flags + scan + scatter" : "cub::DeviceSelect::If";
-                auto launch = [&] {
-                    if (k == 0)
-                        compact::compact(d_in, N, keep, d_flags, reinterpret_cast<unsigned*>(d_out), d_kept, d_count,
-                                         d_work, 0);
-                    else CUDA_CHECK(cub::DeviceSelect::If(d_work, work_bytes, d_in, d_kept, d_count, int64_t(N), keep));
-                };
-                CUDA_CHECK(cudaMemset(d_count, 0xFF, sizeof(unsigned long long)));
-                ms[k] = run_and_time(launch, d_kept, h_got, N, repeat);
-                unsigned long long count = 0;
-                CUDA_CHECK(cudaMemcpy(&count, d_count, sizeof count, cudaMemcpyDeviceToHost));
-                report.check(verify::check_compaction(
-                    h_got, std::min<unsigned long long>(count, N), h_tile_ref.data(), ref_count,
-                    std::string("compaction, ") + who + ": count and every kept element, exact"));
-            }
-            const double moved = 4.0 * N + 4.0 * ref_count;  // read n, write the kept ones
-            timed.push_back({"compaction: cub::DeviceSelect::If", ms[1], moved / (ms[1] * 1e6), 0});
-            timed.push_back(
-                {"compaction: flags + scan + scatter", ms[0], moved / (ms[0] * 1e6), moved / (ms[1] * 1e6)});
-            report.metric("compaction: fraction kept", double(ref_count) / double(N), "");
-            CUDA_CHECK(cudaFree(d_flags));
-            CUDA_CHECK(cudaFree(d_kept));
-            CUDA_CHECK(cudaFree(d_count));
-        }
+        // ---- Part 2: stream compaction of the same int32 input (compaction.cuh).
+        if (compaction)
+            cpu_ms += run_compaction(report, d_in, reinterpret_cast<unsigned*>(d_out), h_got, h_ints.data(),
+                                     h_tile_ref.data(), N, keep, d_work, work_bytes, repeat, timed);
         CUDA_CHECK(cudaFree(d_in));
         CUDA_CHECK(cudaFree(d_out));
         // Part 1's host buffers go before Part 3 allocates its own.
@@ -278,135 +234,11 @@ int main(int argc, char** argv) {
         verify::host_vector<int32_t>().swap(h_tile_ref);
     }
 
-    // ---- Part 3: float, rungs 4 and 5 (the whole array) and CUB.
-    if (floats) {
-        verify::host_vector<float> h_in(N);  // not zeroed: filled before read
-        verify::host_vector<double> h_ref(N);
-        verify::fill_uniform(h_in.data(), N, opt.seed + 1);  // uniform in [-1, 1)
-        lesson::HostTimer cpu;
-        verify::inclusive_scan_reference(h_in.data(), h_ref.data(), N);
-        cpu_ms += cpu.ms();
-        // Sum |x| before each block of the input: the checks' bound, the same for every result.
-        const std::vector<double> abs_before = verify::abs_sums_before_blocks(h_in.data(), N);
-        float *d_in = nullptr, *d_out = nullptr;
-        CUDA_CHECK(cudaMalloc(&d_in, bytes));
-        CUDA_CHECK(cudaMalloc(&d_out, bytes));
-        verify::parallel_copy(static_cast<float*>(h_out), h_in.data(), N);
-        CUDA_CHECK(cudaMemcpy(d_in, h_out, bytes, cudaMemcpyHostToDevice));
-        // CUB: tiles of at least 1024 items (128 threads x 8 or more on sm_70-sm_90), so at most
-        // 64 + 3 * n / 1024 roundings per input by the same count as rung 5's.
-        const uint64_t cub_depth = 64 + 3 * ((N + 1023) / 1024);
-        run_ladder<float>("float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, int(rung), repeat,
-                          timed, [&](const float* got, bool exclusive, const Rung* r) {
-                              const uint64_t d = r ? r->rounding_depth(N) : cub_depth;
-                              const double tol = verify::scan_float_tolerance(d, N);
-                              const std::string what =
-                                  std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +
-                                  (r ? r->name : "cub::DeviceScan") + ": every element, |gpu - ref| <= tol * " +
-                                  "sum|x| (d = " + std::to_string(d) + ")";
-                              report.check(verify::check_float_scan(got, h_in.data(), h_ref.data(), N, exclusive, tol,
-                                                                    abs_before, what));
-                          });
-
-        // The exact float test: integers 1 and 2 as floats, n_exact = min(n, 2^23 - 1) of them.
-        // Every sum of inputs that any scan forms (a tile's total, a look-back window, a prefix
-        // plus an offset) is then an integer of at most 2^24, which a float holds exactly
-        // (verify/scan.h), so every element of every float scan must be the int scan's value,
-        // bit for bit. The bound above grows along the array, and a prefix error below it
-        // passes there; here nothing does. The new input replaces the old in d_in.
-        verify::host_vector<float>().swap(h_in);  // checked: the host buffers are done with
-        verify::host_vector<double>().swap(h_ref);
-        const size_t m = n_exact;
-        verify::host_vector<float> h_exact(m);
-        verify::host_vector<int32_t> h_exact_ints(m), h_exact_ref(m);
-        verify::fill_exact_floats(h_exact.data(), h_exact_ints.data(), m, opt.seed + 2);
-        cpu.reset();
-        verify::inclusive_scan_reference(h_exact_ints.data(), h_exact_ref.data(), m);
-        const verify::ExactSum exact = verify::exact_sum(h_exact_ints.data(), m);
-        cpu_ms += cpu.ms();
-        float* h_got = static_cast<float*>(h_out);
-        verify::parallel_copy(h_got, h_exact.data(), m);
-        CUDA_CHECK(cudaMemcpy(d_in, h_got, m * sizeof(float), cudaMemcpyHostToDevice));
-        bool injected_exact = false;
-        for (bool exclusive : {true, false})
-            for (int r = -1; r < kRungCount; ++r) {  // -1: CUB, then the float rungs
-                const Rung* fr = r < 0 ? nullptr : &kRungs[r];
-                if (fr != nullptr && (fr->scan_float == nullptr || (rung != 0 && rung != r + 1))) continue;
-                CUDA_CHECK(cudaMemset(d_out, 0xFF, m * sizeof(float)));
-                if (fr != nullptr) fr->scan_float(d_in, d_out, m, exclusive, d_work, 0);
-                else cub_scan(d_in, d_out, m, exclusive, d_work, work_bytes);
-                CUDA_CHECK(cudaMemcpy(h_got, d_out, m * sizeof(float), cudaMemcpyDeviceToHost));  // waits
-                if (opt.inject_fault && !injected_exact && fr != nullptr)
-                    injected_exact = verify::inject_fault(h_got, m, opt.seed) < m;
-                const std::string what = std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +
-                                         (fr ? fr->name : "cub::DeviceScan") +
-                                         ", floats 1 and 2, n=" + std::to_string(m) +
-                                         ": every element, the int scan's bits";
-                report.check(verify::check_exact_float_scan(h_got, h_exact_ref.data(), m, exclusive, exact, what));
-            }
-        CUDA_CHECK(cudaFree(d_in));
-        CUDA_CHECK(cudaFree(d_out));
-    }
+    // ---- Part 3: float, rungs 4 and 5 (the whole array) and CUB (floats.cuh).
+    if (floats) cpu_ms += run_float_scans(report, d_work, work_bytes, h_out, N, opt, int(rung), timed);
     CUDA_CHECK(cudaFree(d_work));
     CUDA_CHECK(cudaFreeHost(h_out));
 
-    // ---- Report: every scan against the DRAM bound of 1 read : 1 write, measured now;
-    // the whole-array rungs also against CUB on the same data.
-    const lesson::StreamBound dram =
-        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 1) : lesson::stream_bound_not_measured(1, 1, in_l2);
-    lesson::add_bound(report, dram, int(opt.device));
-    report.timing(lesson::kTimingMethod);
-    report.cpu_reference_ms(cpu_ms, verify::host_threads());
-    for (const Timed& t : timed)
-        if (t.name.rfind("compaction", 0) != 0)
-            report.variant_bound(t.name, t.ms, t.gbps, "GB/s", dram.gbps, "DRAM bound", in_l2);
-        else if (t.cub_gbps == 0) report.variant(t.name, t.ms, t.gbps, "GB/s");
-    for (const Timed& t : timed)
-        if (t.cub_gbps > 0)
-            report.variant_yardstick(t.name + " vs CUB", t.ms, t.gbps, "GB/s", t.cub_gbps, "CUB", in_l2);
-    // The work and the steps of one 2048-element tile, and the bank conflicts of rungs 2 and 3 (CPU models).
-    std::vector<unsigned> tile(hillis_steele::kTile, 1u);
-    const verify::ScanWork hs = verify::hillis_steele_model(tile.data(), tile.size());
-    const verify::ScanWork bl = verify::blelloch_model(tile.data(), tile.size());
-    report.metric("one 2048-tile, Hillis-Steele: steps", double(hs.steps), "steps");
-    report.metric("one 2048-tile, Hillis-Steele: additions", double(hs.adds), "adds");
-    report.metric("one 2048-tile, Blelloch: steps", double(bl.steps), "steps");
-    report.metric("one 2048-tile, Blelloch: additions", double(bl.adds), "adds");
-    report.metric("bank conflicts per tile, rung 2 loads (model)",
-                  double(verify::blelloch_load_conflicts_per_tile(blelloch::kTile, false)), "");
-    report.metric("bank conflicts per tile, rung 3 loads (model)",
-                  double(verify::blelloch_load_conflicts_per_tile(blelloch::kTile, true)), "");
-    report.note(
-        "int32 inputs are uniform in [-1000, 1000] and scanned as uint32 (wrap-around defined); float inputs "
-        "uniform in [-1, 1). Float bound: gamma_d = d u / (1 - d u), u = 2^-24, d = the most additions any "
-        "input passes through in the rung's order (README), plus the double reference's own bound. Exact float "
-        "scans: integers 1 and 2 as floats, min(n, 2^23 - 1) of them, so that every partial sum is an integer "
-        "below 2^24 and exact in any order: each element must be the int scan's value, bit for bit");
-    if (compaction)
-        report.note("compaction GB/s count n elements read and the kept ones written, the least it can move");
-
-    // Key result and target: the single-pass scan against cub::DeviceScan::ExclusiveSum on int32.
-    const Timed* cub = nullptr;
-    const Timed* ours = nullptr;
-    for (const Timed& t : timed) {
-        if (t.name == "int32 exclusive: cub ExclusiveSum") cub = &t;
-        if (t.name == std::string("int32 exclusive: ") + kRungs[4].name) ours = &t;
-    }
-    report.default_size(cli.at_default_size());
-    if (ours && cub) {
-        char key[128];
-        std::snprintf(key, sizeof key, "single-pass scan %.0f GB/s at n=%lld (int32, exclusive)", ours->gbps,
-                      (long long)n);
-        report.key_result(key, ours->gbps / cub->gbps, "CUB ExclusiveSum", lesson::Against::Yardstick, in_l2);
-        report.target("single-pass exclusive int32 scan vs cub::DeviceScan::ExclusiveSum", ours->gbps / cub->gbps, 0.85,
-                      "x");
-    } else {
-        for (const Timed& t : timed)  // the rung run alone: its int32 exclusive scan
-            if (t.name == std::string("int32 exclusive: ") + kRungs[rung - 1].name) {
-                char key[128];
-                std::snprintf(key, sizeof key, "%s %.0f GB/s at n=%lld", t.name.c_str(), t.gbps, (long long)n);
-                report.key_result(key, t.gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
-            }
-    }
+    report_scans(report, prop, opt, cli, n, int(rung), compaction, cpu_ms, timed);
     return report.finish(opt.json);
 }

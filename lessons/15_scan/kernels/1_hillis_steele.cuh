@@ -1,5 +1,4 @@
-// Lesson 15 (scan), rung 1 of 5: Hillis-Steele, one block per tile.
-// Run this rung alone: ./build/bin/scan --rung=1   (lesson 15 of the course, 00-23)
+// Lesson 15 of the course (scan), rung 1 of 5: Hillis-Steele, one block per tile.
 //
 // The course so far: lesson 14 reduced an array to one sum. A scan keeps every
 // partial sum: out[i] = in[0] + ... + in[i] (inclusive) or in[0] + ... + in[i-1]
@@ -12,7 +11,7 @@
 // One block scans one tile of kTile elements in shared memory; a grid of blocks
 // scans every tile on its own (a segmented scan: the sums restart at every tile).
 // Rung 4 turns tile scans into a scan of the whole array.
-// Run: ./build/bin/scan --rung=1
+// Run: ./build/bin/scan --rung=1   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

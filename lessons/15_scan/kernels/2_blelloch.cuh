@@ -1,5 +1,4 @@
-// Lesson 15 (scan), rung 2 of 5: Blelloch's work-efficient scan, one block per tile.
-// Run this rung alone: ./build/bin/scan --rung=2   (lesson 15 of the course, 00-23)
+// Lesson 15 of the course (scan), rung 2 of 5: Blelloch's work-efficient scan, one block per tile.
 //
 // Before: rung 1 (Hillis-Steele) scans a 2048 tile in 11 steps but 20481
 // additions. Blelloch's scan walks a balanced tree twice: the up-sweep builds
@@ -10,7 +9,8 @@
 // the same bank up to 32 times (README: "Bank conflicts").
 //
 // One block scans one tile of kTile elements; a grid scans every tile on its
-// own (a segmented scan). Run: ./build/bin/scan --rung=2
+// own (a segmented scan).
+// Run: ./build/bin/scan --rung=2   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

@@ -1,5 +1,4 @@
-// Lesson 15 (scan), rung 3 of 5: Blelloch's scan with a conflict-free shared-memory index.
-// Run this rung alone: ./build/bin/scan --rung=3   (lesson 15 of the course, 00-23)
+// Lesson 15 of the course (scan), rung 3 of 5: Blelloch's scan with a conflict-free shared-memory index.
 //
 // Before: rung 2. Its tree reads words s(2t+1)-1 for thread t at stride s:
 // 2s words apart, so 2s lanes of a warp share a bank, up to all 32 (a 32-way
@@ -10,7 +9,8 @@
 // Next: rung 4 joins tile scans into a scan of the whole array.
 //
 // One block scans one tile of kTile elements; a grid scans every tile on its
-// own (a segmented scan). Run: ./build/bin/scan --rung=3
+// own (a segmented scan).
+// Run: ./build/bin/scan --rung=3   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

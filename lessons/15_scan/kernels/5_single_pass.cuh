@@ -1,5 +1,4 @@
-// Lesson 15 (scan), rung 5 of 5: a single-pass scan with decoupled look-back.
-// Run this rung alone: ./build/bin/scan --rung=5   (lesson 15 of the course, 00-23)
+// Lesson 15 of the course (scan), rung 5 of 5: a single-pass scan with decoupled look-back.
 //
 // Before: rung 4 reads and writes the array twice (4n of memory traffic). Here
 // each tile learns the sum of all tiles before it from its predecessors while
@@ -17,7 +16,7 @@
 // (README: "The look-back").
 // The tile scan is rung 4's (diff the two files).
 // Next: the application, stream compaction (kernels/compact.cuh).
-// Run: ./build/bin/scan --rung=5
+// Run: ./build/bin/scan --rung=5   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>

@@ -1,5 +1,4 @@
-// Lesson 15 (scan), the application: stream compaction on top of rung 5.
-// Part of lesson 15 of the course (00-23), 15_scan; run: ./build/bin/scan
+// Lesson 15 of the course (scan), the application: stream compaction on top of rung 5.
 //
 // Keep the elements that pass a test, in order, with no gaps: where does kept
 // element i go? To the number of kept elements before it, which is an
@@ -12,7 +11,7 @@
 // k (scatter), where one pass that reads n and writes the k kept elements would
 // do: cub::DeviceSelect::If is that one pass (README: "Compaction").
 // Before: rung 5. Next: lesson 16 (histograms: atomics and contention).
-// Run: ./build/bin/scan --rung=5 --threshold=500
+// Run: ./build/bin/scan --rung=5 --threshold=500   (README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -23,7 +22,7 @@ namespace compact {
 
 constexpr int kThreads = 256;  // 4 elements per thread, 16-byte loads
 
-// The test, shared with cub::DeviceSelect::If in main.cu.
+// The test, shared with cub::DeviceSelect::If (compaction.cuh).
 struct Above {
     int threshold;
     __host__ __device__ bool operator()(const int& x) const { return x > threshold; }
