@@ -1,4 +1,4 @@
-// CPU tests of verify/fft.h: the FFT and complex GEMM references (lessons 10 and 11).
+// CPU tests of verify/fft.h: the FFT and complex GEMM references and lesson 10's checks (lessons 10 and 11).
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -83,10 +83,9 @@ TEST_CASE("fft: forward then inverse gives n * x", "[fft]") {
     }
 }
 
-TEST_CASE("fft2d: equals direct DFTs over rows then columns, and round-trips", "[fft]") {
-    const uint64_t rows = 6, cols = 8;  // non-square, one size non-power-of-two
-    std::vector<cplx> x = random_signal(rows * cols, 99), want(rows * cols);
-    // Reference: the 2D DFT straight from its definition.
+// The 2D DFT of a rows x cols array straight from its definition.
+static std::vector<cplx> dft2d_direct(const std::vector<cplx>& x, uint64_t rows, uint64_t cols) {
+    std::vector<cplx> y(rows * cols);
     for (uint64_t u = 0; u < rows; ++u)
         for (uint64_t v = 0; v < cols; ++v) {
             cplx s = 0.0;
@@ -94,8 +93,14 @@ TEST_CASE("fft2d: equals direct DFTs over rows then columns, and round-trips", "
                 for (uint64_t c = 0; c < cols; ++c)
                     s += x[r * cols + c] * verify::unit_root(verify::kForward, u * r, rows) *
                          verify::unit_root(verify::kForward, v * c, cols);
-            want[u * cols + v] = s;
+            y[u * cols + v] = s;
         }
+    return y;
+}
+
+TEST_CASE("fft2d: equals direct DFTs over rows then columns, and round-trips", "[fft]") {
+    const uint64_t rows = 6, cols = 8;  // non-square, one size non-power-of-two
+    const std::vector<cplx> x = random_signal(rows * cols, 99), want = dft2d_direct(x, rows, cols);
     std::vector<cplx> y = x;
     verify::fft2d(y.data(), rows, cols, verify::kForward);
     CHECK(max_abs_diff(y, want) < 1e-11);
@@ -147,6 +152,50 @@ TEST_CASE("complex vecmat: equals one row of the matmul", "[fft]") {
     std::vector<cplx> a3 = verify::to_cplx(a.data() + 2 * 3 * K, K);  // row 3 of A
     verify::complex_vecmat_reference(a3.data(), b.data(), row.data(), N, K);
     for (int64_t j = 0; j < N; ++j) CHECK(std::abs(row[j] - c[3 * N + j]) < 1e-12);
+}
+
+TEST_CASE("gemm_fft2d_reference: FFT2(T X) from the definitions", "[fft]") {
+    for (int64_t n : {1, 2, 6, 8}) {
+        std::vector<float> t(2 * n * n), x(2 * n * n);
+        verify::fill_uniform(t.data(), t.size(), 7);
+        verify::fill_uniform(x.data(), x.size(), 8);
+        std::vector<cplx> y(n * n, 0.0);  // T X by the definition
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < n; ++j)
+                for (int64_t k = 0; k < n; ++k)
+                    y[i * n + j] += cplx(t[2 * (i * n + k)], t[2 * (i * n + k) + 1]) *
+                                    cplx(x[2 * (k * n + j)], x[2 * (k * n + j) + 1]);
+        INFO("n = " << n);
+        CHECK(max_abs_diff(verify::gemm_fft2d_reference(t.data(), x.data(), n), dft2d_direct(y, n, n)) < 1e-11);
+    }
+}
+
+TEST_CASE("sample_spectra: the rows and sums of correct spectra match, a wrong element does not", "[fft]") {
+    const int64_t n = 12, batch = 3, elems = n * n;  // 12: the Bluestein path
+    std::vector<float> t(2 * elems), x(2 * batch * elems), z(2 * batch * elems);
+    verify::fill_uniform(t.data(), t.size(), 9);
+    verify::fill_uniform(x.data(), x.size(), 10);
+    for (int64_t b = 0; b < batch; ++b) {  // the right spectra, rounded to float as a GPU's would be
+        const std::vector<cplx> ref = verify::gemm_fft2d_reference(t.data(), x.data() + 2 * b * elems, n);
+        for (int64_t i = 0; i < elems; ++i) {
+            z[2 * (b * elems + i)] = float(ref[i].real());
+            z[2 * (b * elems + i) + 1] = float(ref[i].imag());
+        }
+    }
+    const verify::SpectrumSamples s = verify::sample_spectra(t.data(), x.data(), z.data(), batch, n, 5);
+    REQUIRE(s.rows_gpu.size() == size_t(4 * batch * n));
+    REQUIRE(s.sums_gpu.size() == size_t(2 * batch));
+    double rows_err = 0, sums_err = 0;
+    for (size_t i = 0; i < s.rows_ref.size(); ++i)
+        rows_err = std::fmax(rows_err, std::abs(cplx(s.rows_gpu[2 * i], s.rows_gpu[2 * i + 1]) - s.rows_ref[i]));
+    for (size_t b = 0; b < s.sums_ref.size(); ++b)
+        sums_err = std::fmax(sums_err, std::abs(cplx(s.sums_gpu[2 * b], s.sums_gpu[2 * b + 1]) - s.sums_ref[b]));
+    CHECK(rows_err < 1e-4);
+    CHECK(sums_err < 1e-3);
+    z[2 * (2 * elems + 5)] += 1.0f;  // one element of image 2's row 0 off by 1: its sum and row 0 move
+    const verify::SpectrumSamples w = verify::sample_spectra(t.data(), x.data(), z.data(), batch, n, 5);
+    CHECK(std::abs(cplx(w.sums_gpu[4], w.sums_gpu[5]) - w.sums_ref[2]) > 0.5);
+    CHECK(std::abs(cplx(w.rows_gpu[2 * (4 * n + 5)], w.rows_gpu[2 * (4 * n + 5) + 1]) - w.rows_ref[4 * n + 5]) > 0.5);
 }
 
 TEST_CASE("parallel_for: every index exactly once, any thread count", "[fft]") {

@@ -12,6 +12,9 @@
 //   fft2d           rows, then columns
 //   complex_matmul_reference   C = A * B for complex row-major matrices
 //   complex_vecmat_reference   one row of such a product, v * B
+//   gemm_fft2d_reference       FFT2(T X) for one image X (lesson 10's full check)
+//   sample_spectra             two rows and the sum of FFT2(T X_b) for every image of a
+//                              batch, each in O(n^2) (lesson 10's checks of every image)
 //
 // Each runs on all host cores over independent outputs (bins, rows, columns,
 // row blocks; verify/parallel.h), every output computed by the same operations
@@ -26,6 +29,7 @@
 #include <utility>
 #include <vector>
 #include "verify/parallel.h"
+#include "verify/random.h"
 
 namespace verify {
 
@@ -257,6 +261,59 @@ inline void complex_vecmat_reference(const cplx* v, const float* B, cplx* out, i
     parallel_blocks(uint64_t(N), grain, [=](uint64_t j0, uint64_t j1) {
         complex_vecmat_columns(v, B, out, N, K, int64_t(j0), int64_t(j1));
     });
+}
+
+// FFT2(T X) in double for one n x n image X: Y = T X (complex_matmul_reference), then the 2D
+// transform of Y. T and X interleaved float complex, row-major. O(n^3): lesson 10 checks a
+// sample of whole images with it.
+inline std::vector<cplx> gemm_fft2d_reference(const float* T, const float* X, int64_t n) {
+    std::vector<cplx> z(static_cast<size_t>(n * n));
+    complex_matmul_reference(T, X, z.data(), n, n, n);
+    fft2d(z.data(), uint64_t(n), uint64_t(n), kForward);
+    return z;
+}
+
+// Two cheap checks of every spectrum Z_b = FFT2(T X_b) of a batch, each O(n^2) per image:
+//   rows: row u of Z_b = FFT1((row u of F T) X_b), F the DFT matrix: F T (every column of T
+//         transformed) is made once, then a row is one vector-matrix product and one 1D FFT;
+//   sums: the sum of Z_b's elements = n^2 (T X_b)[0][0] (the inverse DFT at the origin), which
+//         one NaN anywhere in the image fails.
+// Image b is checked at row 0 and at row 1 + splitmix64(seed * 31 + b) % (n - 1). T, the images
+// X (batch of them, one after another) and the GPU's spectra Z: interleaved float complex,
+// row-major. Images on all host cores, each image's work on one.
+struct SpectrumSamples {
+    std::vector<float> rows_gpu, sums_gpu;  // interleaved complex: 2 rows of n per image; 1 sum per image
+    std::vector<cplx> rows_ref, sums_ref;   // the same places, from T and X
+};
+inline SpectrumSamples sample_spectra(const float* T, const float* X, const float* Z, int64_t batch, int64_t n,
+                                      uint64_t seed) {
+    const uint64_t N = uint64_t(n), elems = N * N;
+    std::vector<cplx> ft = to_cplx(T, elems);  // F T: every column of T transformed
+    fft_columns(ft.data(), N, N, kForward);
+    const Fft1d row_fft(N);
+    SpectrumSamples s;
+    s.rows_gpu.resize(2 * 2 * batch * N);
+    s.sums_gpu.resize(2 * batch);
+    s.rows_ref.resize(2 * batch * N);
+    s.sums_ref.resize(batch);
+    parallel_for(batch, [&](int64_t b) {
+        const float* x = X + 2 * b * elems;
+        const float* z = Z + 2 * b * elems;
+        const int64_t rows[2] = {0, 1 + static_cast<int64_t>(splitmix64(seed * 31 + b) % (n - 1))};
+        for (int r = 0; r < 2; ++r) {
+            cplx* ref = s.rows_ref.data() + (2 * b + r) * N;
+            complex_vecmat_reference(ft.data() + rows[r] * N, x, ref, n, n);
+            row_fft.run(ref, kForward);
+            std::copy(z + 2 * rows[r] * N, z + 2 * (rows[r] + 1) * N, s.rows_gpu.begin() + 2 * (2 * b + r) * N);
+        }
+        cplx y00 = 0.0, zsum = 0.0;
+        for (uint64_t k = 0; k < N; ++k) y00 += cplx(T[2 * k], T[2 * k + 1]) * cplx(x[2 * k * N], x[2 * k * N + 1]);
+        for (uint64_t i = 0; i < elems; ++i) zsum += cplx(z[2 * i], z[2 * i + 1]);
+        s.sums_ref[b] = y00 * static_cast<double>(elems);
+        s.sums_gpu[2 * b] = static_cast<float>(zsum.real());
+        s.sums_gpu[2 * b + 1] = static_cast<float>(zsum.imag());
+    });
+    return s;
 }
 
 }  // namespace verify
