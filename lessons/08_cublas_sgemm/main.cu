@@ -142,7 +142,8 @@ static void compare_math_modes(cublasHandle_t handle, const cudaDeviceProp& prop
     const double tf32_peak =
         tf32_runs ? lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3 : NAN;
     if (std::isfinite(fp32_peak)) report.bound("FP32 FMA peak from the SM clock", fp32_peak, "TFLOP/s");
-    if (std::isfinite(tf32_peak)) report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s");
+    if (std::isfinite(tf32_peak))
+        report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s", lesson::Roof::Compute);
     const std::string small = lesson::small_gemm_note(bench, bench, prop);
     double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
     for (const Mode* m : modes) {

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
     double d2d = NAN;
     if (in_l2.empty()) {
         dram = lesson::measure_stream_bound(prop, 1, 1);
-        lesson::add_bound(report, dram, int(opt.device));
+        lesson::add_bound(report, dram, int(opt.device), lesson::Roof::Memory);
         if (sweeping) {
             d2d = lesson::measure_d2d_gbps(prop);
             report.yardstick("device-to-device cudaMemcpy, 1 GiB (read + write)", d2d, "GB/s");
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
     char peak_name[128];
     std::snprintf(peak_name, sizeof peak_name, "FP32 peak: %d SMs x 128 lanes x 2 x %.3f GHz (max SM clock)",
                   prop.multiProcessorCount, clock_ghz);
-    report.bound(peak_name, peak, "GFLOP/s");
+    report.bound(peak_name, peak, "GFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) + "; rung 1's call is its three launches");
 
     // 7. The ladder's report: the bytes each rung must move, against the DRAM bound.
@@ -274,14 +274,14 @@ int main(int argc, char** argv) {
     }
     const bool have_mem = mem_roof > 0, have_fp32 = fp32_roof > 0 && sweep_ms[sweep_count - 1] > 0;
     if (have_mem) {
-        report.metric("memory roof (best GB/s of the sweep at k <= 1)", mem_roof, "GB/s");
+        report.metric("memory roof (best GB/s of the sweep at k <= 1)", mem_roof, "GB/s", lesson::Roof::Memory);
         report.variant_bound("memory roof (sweep, k <= 1)", mem_ms, mem_roof, "GB/s", dram.gbps, "DRAM bound", in_l2);
         report.variant_yardstick("memory roof vs D2D copy", mem_ms, mem_roof, "GB/s", d2d, "D2D copy", in_l2);
         plot.add_slope(mem_roof, "#e15759", false,
                        in_l2.empty() ? "memory roof (measured)" : "memory roof (data in L2)");
     }
     if (have_fp32) {
-        report.metric("FP32 roof (best GFLOP/s of the sweep)", fp32_roof, "GFLOP/s");
+        report.metric("FP32 roof (best GFLOP/s of the sweep)", fp32_roof, "GFLOP/s", lesson::Roof::Compute);
         report.variant_bound("FP32 roof (best sweep point)", fp32_ms, fp32_roof, "GFLOP/s", peak, "FP32 peak", in_l2);
         plot.add_roof(fp32_roof, "#e15759", false, in_l2.empty() ? "FP32 roof (measured)" : "FP32 roof (small n)");
     }

@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
 
     // Part 2: each timed shape, every rung against cuBLAS and timed.
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
-    report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s");
+    report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(lesson::kTimingMethod);
     std::string best;
     double best_fraction = NAN;

@@ -300,10 +300,11 @@ inline StreamBound measure_stream_bound(const cudaDeviceProp& prop, int reads, i
 
 // Records a DRAM bound in the report next to the theoretical peak, and warns if
 // the measured bound exceeds the peak (the measurement is then wrong).
-inline void add_bound(Report& report, const StreamBound& b, int device) {
+// `roof`: Roof::Memory where the bound is a line of the roofline (lesson 17), drawn by scripts/roofline.py.
+inline void add_bound(Report& report, const StreamBound& b, int device, Roof roof = Roof::None) {
     const double peak = dram_peak_gbps(device);
     if (!b.not_run.empty()) report.note(b.name + " not measured: " + b.not_run + ", so nothing is graded against it");
-    else report.bound(b.name, b.gbps, "GB/s");
+    else report.bound(b.name, b.gbps, "GB/s", roof);
     report.bound("DRAM peak from the memory clock (never reached)", peak, "GB/s");
     if (b.gbps > peak) report.warning(b.name + " measured above the DRAM peak from the clock");
 }
