@@ -55,16 +55,10 @@ for name in $(python3 scripts/lessons.py list); do
 done
 [ ${#lessons[@]} -gt 0 ] || bad "no lesson matches --only=$ONLY"
 if [ "$DO_BUILD" = 1 ]; then
-  gen=()
-  command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && gen=(-G Ninja)
-  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log"; echo "fuzz.sh: configure failed"; exit 1; }
-  rm -f "$BUILD.configure.log"
   targets=(gpu_check)
   for name in "${lessons[@]}"; do targets+=("$(python3 scripts/lessons.py get "$name" executable)"); done
-  cmake --build "$BUILD" --parallel "$(nproc)" --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
-    { tail -n 40 "$BUILD.build.log"; echo "fuzz.sh: build failed (full log: $BUILD.build.log)"; exit 1; }
-  rm -f "$BUILD.build.log"
+  source scripts/build_lib.sh
+  build_targets fuzz.sh "$BUILD" "${targets[@]}" || exit 1
 fi
 case "$BUILD" in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
 if [ "$CHECK" = 0 ]; then

@@ -65,17 +65,11 @@ done
 
 elapsed() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'; }
 if [ "$DO_BUILD" = 1 ]; then
-  gen=()
-  command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && gen=(-G Ninja)
-  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log"; echo "run_all.sh: configure failed"; exit 1; }
-  rm -f "$BUILD.configure.log"
   # Build only what runs: gpu_check and the selected lessons.
   targets=(gpu_check)
   for name in "${lessons[@]}"; do targets+=("${name#[0-9][0-9]_}"); done
-  cmake --build "$BUILD" --parallel "$(nproc)" --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
-    { tail -n 40 "$BUILD.build.log"; echo "run_all.sh: build failed (full log: $BUILD.build.log)"; exit 1; }
-  rm -f "$BUILD.build.log"
+  source scripts/build_lib.sh
+  build_targets run_all.sh "$BUILD" "${targets[@]}" || exit 1
 fi
 case "$BUILD" in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
 BIN="$BUILD_ABS/bin"

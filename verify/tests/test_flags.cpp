@@ -32,6 +32,16 @@ struct Fixture {
         return p;
     }
 };
+// Every command line of `bad` is an error with a message.
+void check_all_rejected(const std::vector<std::vector<const char*>>& bad) {
+    for (const auto& args : bad) {
+        Fixture f;
+        auto p = f.parse(args);
+        INFO("args: " << args[0]);
+        CHECK(p.status == lesson::Cli::Status::Error);
+        CHECK_FALSE(p.error.empty());
+    }
+}
 }  // namespace
 
 TEST_CASE("flags: defaults hold when nothing is given", "[flags]") {
@@ -90,13 +100,7 @@ TEST_CASE("flags: bad values are errors that name the flag and the range", "[fla
                                                        {"--bogus=1"},
                                                        {"stray"},
                                                        {"--quick=maybe"}};
-    for (const auto& args : bad) {
-        Fixture f;
-        auto p = f.parse(args);
-        INFO("args: " << args[0]);
-        CHECK(p.status == lesson::Cli::Status::Error);
-        CHECK_FALSE(p.error.empty());
-    }
+    check_all_rejected(bad);
     Fixture f;
     auto p = f.parse({"--n=0"});
     CHECK(p.error.find("--n") != std::string::npos);
@@ -110,13 +114,7 @@ TEST_CASE("flags: the common flags reject the bad command lines every lesson sha
         {"--no-such-flag"}, {"--repeat=0"}, {"--repeat=abc"}, {"--seed=-1"},
         {"--device=-1"},    {"--json="},    {"positional"},   {"--json=/nonexistent-dir/report.json"},
         {"--json=/"}};
-    for (const auto& args : bad) {
-        Fixture f;
-        auto p = f.parse(args);
-        INFO("args: " << args[0]);
-        CHECK(p.status == lesson::Cli::Status::Error);
-        CHECK_FALSE(p.error.empty());
-    }
+    check_all_rejected(bad);
     Fixture f;
     CHECK(f.parse({"--json=/nonexistent-dir/report.json"}).error.find("does not exist") != std::string::npos);
     Fixture g;
