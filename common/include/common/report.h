@@ -62,8 +62,8 @@ struct Variant {
     std::string ungraded;    // why it is not compared (e.g. "data fit in L2"); empty if it is
 };
 
-// One benchmark target (lesson contract; shared/device-ceilings.md): graded at
-// the lesson's default size only.
+// One benchmark target (docs/lesson-contract.md section 8): graded at the
+// lesson's default size only.
 struct Target {
     std::string name;  // e.g. "vectorAdd4 vs DRAM bound"
     double value = NAN;
