@@ -16,6 +16,7 @@
 //               four times the bytes in flight per thread
 // Every element of every rung is compared with a CPU transpose, exactly (tolerance 0: a
 // transpose only moves values).
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <string>
@@ -57,6 +58,12 @@ constexpr Rung kRungs[] = {
     {"5 wide: 64x65 tile, float4, 16/thread", true, launch_wide},
 };
 constexpr size_t kRungCount = std::size(kRungs);
+constexpr size_t kFirstRung = 2;  // kRungs[k] is rung k - 1 from here on; before it, the copies
+
+// --rung=R runs rung R alone beside the float4 copy it is measured against (0: every row of kRungs).
+static bool selected(int64_t rung_only, size_t k) {
+    return rung_only == 0 || k == 0 || k == size_t(rung_only) + kFirstRung - 1;
+}
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
@@ -67,6 +74,9 @@ int main(int argc, char** argv) {
     lesson::add_common_flags(cli, opt);
     cli.add_int("rows", &rows, 1, int64_t(1) << 20, "rows of the input matrix", 1000);
     cli.add_int("cols", &cols, 1, int64_t(1) << 20, "columns of the input matrix", 1016);
+    int64_t rung_only = 0;
+    cli.add_int("rung", &rung_only, 0, int64_t(kRungCount - kFirstRung),
+                "run and check one rung alone, beside the float4 copy (0: every rung)");
     cli.parse_or_exit(argc, argv);
 
     const size_t N = static_cast<size_t>(rows) * static_cast<size_t>(cols);
@@ -102,8 +112,12 @@ int main(int argc, char** argv) {
 
     // 3. Launch each rung (kRungs), then verify and time it.
     const int R = static_cast<int>(rows), C = static_cast<int>(cols);
-    std::vector<double> ms(kRungCount), gbps(kRungCount);
+    std::vector<double> ms(kRungCount, NAN), gbps(kRungCount, NAN);
+    size_t last = 0;  // the last row run: --inject-fault corrupts its output
+    for (size_t k = 0; k < kRungCount; ++k)
+        if (selected(rung_only, k)) last = k;
     for (size_t k = 0; k < kRungCount; ++k) {
+        if (!selected(rung_only, k)) continue;
         const Rung& rung = kRungs[k];
         // Poison the output (0xFF bytes are NaN): an element a rung never writes fails the check.
         CUDA_CHECK(cudaMemset(d_out, 0xFF, bytes));
@@ -112,7 +126,7 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaDeviceSynchronize());
         // 4. Copy the result out; 5. verify every element, exactly.
         CUDA_CHECK(cudaMemcpy(h_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
-        if (opt.inject_fault && k + 1 == kRungCount) verify::inject_fault(h_out.data(), N, opt.seed);
+        if (opt.inject_fault && k == last) verify::inject_fault(h_out.data(), N, opt.seed);
         report.check(verify::check_moved(h_out.data(), rung.transposes ? h_ref.data() : h_in.data(), N,
                                          std::string(rung.name) + ": every element, exact, " +
                                              (rung.transposes ? "vs the CPU transpose" : "vs the input")));
@@ -126,7 +140,7 @@ int main(int argc, char** argv) {
 
     // The ladder: each rung against the copy kernel of the same matrix (a yardstick: same bytes,
     // no transpose) and against the naive transpose; the DRAM bound of a 1 : 1 mix beside them.
-    const double copy_gbps = gbps[0], naive_ms = ms[2];
+    const double copy_gbps = gbps[0], naive_ms = ms[kFirstRung];  // NaN when rung 1 did not run
     const std::string in_l2 = lesson::l2_note(2.0 * bytes, prop);
     const lesson::StreamBound dram =
         in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 1) : lesson::stream_bound_not_measured(1, 1, in_l2);
@@ -136,18 +150,21 @@ int main(int argc, char** argv) {
     report.yardstick("device-to-device cudaMemcpy", d2d, "GB/s");
     report.timing(lesson::kTimingMethod);
     std::printf("%-40s %10s %10s %9s %9s\n", "rung", "ms", "GB/s", "vs copy", "x naive");
-    size_t best = 2;
+    size_t best = rung_only == 0 ? kFirstRung : last;  // the fastest rung, or the one run alone
     for (size_t k = 0; k < kRungCount; ++k) {
+        if (!selected(rung_only, k)) continue;
         const Rung& r = kRungs[k];
-        std::printf("%-40s %10.4f %10.1f %8.2fx %8.2fx\n", r.name, ms[k], gbps[k], gbps[k] / copy_gbps,
-                    naive_ms / ms[k]);
+        std::printf("%-40s %10.4f %10.1f %8.2fx ", r.name, ms[k], gbps[k], gbps[k] / copy_gbps);
+        if (std::isnan(naive_ms)) std::printf("%9s\n", "-");
+        else std::printf("%8.2fx\n", naive_ms / ms[k]);
         report.variant_bound(r.name, ms[k], gbps[k], "GB/s", dram.gbps, "DRAM bound", in_l2);
-        if (r.transposes) report.metric(std::string("speedup over naive: ") + r.name, naive_ms / ms[k], "x");
+        if (r.transposes && rung_only == 0)
+            report.metric(std::string("speedup over naive: ") + r.name, naive_ms / ms[k], "x");
         if (r.transposes && gbps[k] > gbps[best]) best = k;
     }
     report.variant_yardstick(std::string(kRungs[best].name) + " against the copy kernel", ms[best], gbps[best], "GB/s",
                              copy_gbps, "copy kernel", in_l2);
-    report.metric("diagonal / row-major block order (time)", ms[5] / ms[4], "x");
+    if (rung_only == 0) report.metric("diagonal / row-major block order (time)", ms[5] / ms[4], "x");
     report.metric("best rung / device-to-device cudaMemcpy", gbps[best] / d2d, "x");
     int blocksPadded = 0, blocksWide = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, kTile * kBlockRows, 0));
