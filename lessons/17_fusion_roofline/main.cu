@@ -18,15 +18,11 @@
 //      ./build/bin/fusion_roofline --rung=2           one rung alone
 //      ./build/bin/fusion_roofline --rung=4 --k=512   one sweep point alone (for a profiler)
 //      ./build/bin/fusion_roofline --svg=roofline.svg
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -41,7 +37,6 @@
 #include "kernels/2_fused.cuh"
 #include "kernels/3_coarsened.cuh"
 #include "kernels/roofline_sweep.cuh"
-#include "roofline_svg.h"
 
 // The fusion ladder, in order: rung number (for --rung), elements per thread, name, launcher.
 struct Rung {
@@ -79,11 +74,22 @@ static double k_of(verify::SweepPoint p) { return double(p.fmas) / double(p.ever
 static std::string k_text(verify::SweepPoint p) {
     return p.every > 1 ? "1/" + std::to_string(p.every) : std::to_string(p.fmas);
 }
-static std::string size_text(int64_t n) {
-    for (int e = 0; e < 63; ++e)
-        if (n == (int64_t(1) << e)) return "2^" + std::to_string(e);
-    return std::to_string(n);
+
+// The combinations the flags' ranges cannot express; each bad one exits 2.
+static void check_flags(int64_t rung_only, int64_t coarsen, double k_only) {
+    if (coarsen != 0 && coarsen != 1 && coarsen != 2 && coarsen != 4 && coarsen != 8)
+        lesson::bad_input("--coarsen=" + std::to_string(coarsen) + " is not allowed; allowed: 0, 1, 2, 4 or 8");
+    if (coarsen != 0 && rung_only != 0 && rung_only != 3)
+        lesson::bad_input("--coarsen applies to rung 3; allowed with --rung=0 or --rung=3");
+    bool k_known = k_only == 0;
+    for (const SweepRow& s : kSweep) k_known = k_known || k_of(s.p) == k_only;
+    if (!k_known)
+        lesson::bad_input("--k is not a point of the sweep; allowed: 0 (all), 0.125, 0.25, 0.5, 1, 2, ... 512");
+    if (k_only != 0 && rung_only != 0 && rung_only != kSweepRung)
+        lesson::bad_input("--k applies to the sweep; allowed with --rung=0 or --rung=4");
 }
+
+#include "summary.cuh"
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
@@ -100,16 +106,7 @@ int main(int argc, char** argv) {
     cli.add_double("k", &k_only, 0, 512, "the sweep: one point alone, k FMAs per float (1/8 = 0.125 ... 512; 0 = all)");
     cli.add_output("svg", &svg_path, "draw the measured roofline with the sweep's points as an SVG file");
     cli.parse_or_exit(argc, argv);
-    if (coarsen != 0 && coarsen != 1 && coarsen != 2 && coarsen != 4 && coarsen != 8)
-        lesson::bad_input("--coarsen=" + std::to_string(coarsen) + " is not allowed; allowed: 0, 1, 2, 4 or 8");
-    if (coarsen != 0 && rung_only != 0 && rung_only != 3)
-        lesson::bad_input("--coarsen applies to rung 3; allowed with --rung=0 or --rung=3");
-    bool k_known = k_only == 0;
-    for (const SweepRow& s : kSweep) k_known = k_known || k_of(s.p) == k_only;
-    if (!k_known)
-        lesson::bad_input("--k is not a point of the sweep; allowed: 0 (all), 0.125, 0.25, 0.5, 1, 2, ... 512");
-    if (k_only != 0 && rung_only != 0 && rung_only != kSweepRung)
-        lesson::bad_input("--k applies to the sweep; allowed with --rung=0 or --rung=4");
+    check_flags(rung_only, coarsen, k_only);
     auto rung_selected = [&](const Rung& r) {
         return (rung_only == 0 || rung_only == r.rung) && (r.rung != 3 || coarsen == 0 || coarsen == r.per_thread);
     };
@@ -142,13 +139,8 @@ int main(int argc, char** argv) {
     lesson::require_device_memory(N * sizeof(float) * (ladder ? 4 : 2) + (size_t(64) << 20), size_flag);
 
     lesson::Report report("17_fusion_roofline");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("rung", rung_only);
-    report.config("coarsen", coarsen);
-    report.config("k", k_only);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: n, rung, coarsen, k, repeat, seed, ...
 
     // 2. Allocate (the intermediates only where rung 1 runs) and copy x in.
     float *d_x = nullptr, *d_t1 = nullptr, *d_t2 = nullptr, *d_y = nullptr;
@@ -211,127 +203,11 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(d_t1));  // cudaFree(nullptr) does nothing
     CUDA_CHECK(cudaFree(d_t2));
 
-    // 6. Bounds and yardsticks, measured now. The DRAM probe (1 read : 1 write, the mix of the
-    //    chain and of the sweep) and the D2D copy only where the data do not fit in the L2.
-    const std::string in_l2 = lesson::l2_note(verify::sweep_bytes(N), prop);
-    lesson::StreamBound dram;
-    dram.gbps = NAN;
-    double d2d = NAN;
-    if (in_l2.empty()) {
-        dram = lesson::measure_stream_bound(prop, 1, 1);
-        lesson::add_bound(report, dram, int(opt.device), lesson::Roof::Memory);
-        if (sweeping) {
-            d2d = lesson::measure_d2d_gbps(prop);
-            report.yardstick("device-to-device cudaMemcpy, 1 GiB (read + write)", d2d, "GB/s");
-        }
-    } else {
-        report.note("DRAM bound not measured (" + in_l2 + ")");
-    }
-    const double clock_ghz = lesson::sm_clock_ghz(int(opt.device));
-    const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt);
-    char peak_name[128];
-    std::snprintf(peak_name, sizeof peak_name, "FP32 peak: %d SMs x 128 lanes x 2 x %.3f GHz (max SM clock)",
-                  prop.multiProcessorCount, clock_ghz);
-    report.bound(peak_name, peak, "GFLOP/s", lesson::Roof::Compute);
-    report.timing(std::string(lesson::kTimingMethod) + "; rung 1's call is its three launches");
-
-    // 7. The ladder's report: the bytes each rung must move, against the DRAM bound.
-    int best = -1;
-    for (int r = 0; r < rung_count; ++r) {
-        if (rung_ms[r] <= 0) continue;
-        const double bytes = verify::chain_bytes(N, kRungs[r].rung != 1);
-        report.variant_bound(kRungs[r].name, rung_ms[r], bytes / (rung_ms[r] * 1e6), "GB/s", dram.gbps, "DRAM bound",
-                             in_l2);
-        report.work(std::string("17 ") + kRungs[r].name, verify::chain_flops(N), bytes, rung_ms[r]);
-        if (kRungs[r].rung != 1 && (best < 0 || rung_ms[r] < rung_ms[best])) best = r;
-    }
-    report.metric("bytes moved by the three kernels (6 n floats)", verify::chain_bytes(N, false), "bytes");
-    report.metric("bytes moved by a fused kernel (2 n floats)", verify::chain_bytes(N, true), "bytes");
-    const double speedup = (rung_ms[0] > 0 && rung_ms[1] > 0) ? rung_ms[0] / rung_ms[1] : NAN;
-    if (std::isfinite(speedup)) report.metric("speedup of fusion: rung 1 time / rung 2 time", speedup, "x");
-
-    // 8. The sweep's report: per point intensity, GFLOP/s and GB/s, against the roofline at that
-    //    intensity, min(FP32 peak, I x DRAM bound); then the measured roofs and the ridge.
-    RooflinePlot plot(std::string("Roofline of ") + prop.name + ", measured (lesson 17)");
-    double mem_roof = 0, fp32_roof = 0, mem_ms = 0, fp32_ms = 0;
-    for (int s = 0; s < sweep_count; ++s) {
-        if (sweep_ms[s] <= 0) continue;
-        const verify::SweepPoint p = kSweep[s].p;
-        const double flops = verify::sweep_flops(N, p), bytes = verify::sweep_bytes(N);
-        const double gflops = flops / (sweep_ms[s] * 1e6), gbps = bytes / (sweep_ms[s] * 1e6);
-        const double intensity = flops / bytes;
-        const double roof_here = std::min(peak, intensity * dram.gbps);  // NaN where the probe did not run
-        const std::string name = "sweep k=" + k_text(p) + " FMA/float";
-        report.variant_bound(name, sweep_ms[s], gflops, "GFLOP/s", roof_here, "roofline at its intensity", in_l2);
-        report.work(name, flops, bytes, sweep_ms[s]);
-        char line[160];
-        std::snprintf(line, sizeof line, "sweep k=%-4s intensity %8.4f flop/byte: %10.1f GFLOP/s %8.1f GB/s",
-                      k_text(p).c_str(), intensity, gflops, gbps);
-        report.note(line);
-        plot.add_point(intensity, gflops, "#4e79a7", line);
-        if (k_of(p) <= 1 && gbps > mem_roof) mem_roof = gbps, mem_ms = sweep_ms[s];  // memory-bound: k <= 1
-        if (gflops > fp32_roof) fp32_roof = gflops, fp32_ms = sweep_ms[s];
-    }
-    const bool have_mem = mem_roof > 0, have_fp32 = fp32_roof > 0 && sweep_ms[sweep_count - 1] > 0;
-    if (have_mem) {
-        report.metric("memory roof (best GB/s of the sweep at k <= 1)", mem_roof, "GB/s", lesson::Roof::Memory);
-        report.variant_bound("memory roof (sweep, k <= 1)", mem_ms, mem_roof, "GB/s", dram.gbps, "DRAM bound", in_l2);
-        report.variant_yardstick("memory roof vs D2D copy", mem_ms, mem_roof, "GB/s", d2d, "D2D copy", in_l2);
-        plot.add_slope(mem_roof, "#e15759", false,
-                       in_l2.empty() ? "memory roof (measured)" : "memory roof (data in L2)");
-    }
-    if (have_fp32) {
-        report.metric("FP32 roof (best GFLOP/s of the sweep)", fp32_roof, "GFLOP/s", lesson::Roof::Compute);
-        report.variant_bound("FP32 roof (best sweep point)", fp32_ms, fp32_roof, "GFLOP/s", peak, "FP32 peak", in_l2);
-        plot.add_roof(fp32_roof, "#e15759", false, in_l2.empty() ? "FP32 roof (measured)" : "FP32 roof (small n)");
-    }
-    if (have_mem && have_fp32) report.metric("ridge point: FP32 roof / memory roof", fp32_roof / mem_roof, "flop/byte");
-    if (std::isfinite(dram.gbps)) {
-        report.metric("ridge point from the bounds: FP32 peak / DRAM bound", peak / dram.gbps, "flop/byte");
-        plot.add_slope(dram.gbps, "#999999", true, "DRAM bound (1 read : 1 write probe)");
-    }
-    if (std::isfinite(peak)) plot.add_roof(peak, "#999999", true, "FP32 peak from the clock");
-    for (int r = 0; r < rung_count; ++r)
-        if (rung_ms[r] > 0)
-            plot.add_point(verify::chain_flops(N) / verify::chain_bytes(N, kRungs[r].rung != 1),
-                           verify::chain_flops(N) / (rung_ms[r] * 1e6), kRungs[r].rung == 1 ? "#f28e2b" : "#59a14f",
-                           kRungs[r].name);
-    plot.add_legend("#4e79a7", "sweep: k FMAs per float, 1/8 ... 512");
-    plot.add_legend("#f28e2b", "three kernels");
-    plot.add_legend("#59a14f", "fused (rungs 2-3)");
-    if (!svg_path.empty()) {
-        std::FILE* f = std::fopen(svg_path.c_str(), "w");
-        const bool written = plot.write(f);
-        if (f && std::fclose(f) != 0) report.warning("could not close the SVG file " + svg_path);
-        if (written) report.note("roofline drawn to " + svg_path);
-        else report.warning("could not write the SVG file " + svg_path);
-    }
-
-    // 9. Targets (graded at the default size only) and the key result.
-    report.default_size(cli.at_default_size());
-    if (in_l2.empty()) {
-        if (std::isfinite(speedup)) report.target("fused (rung 2) vs three kernels (rung 1)", speedup, 2.7, "x");
-        if (best >= 0 && kRungs[best].rung != 1)  // the fastest fused kernel (rung 2 or a coarsening of rung 3)
-            report.target("best fused rung vs DRAM bound",
-                          verify::chain_bytes(N, true) / (rung_ms[best] * 1e6) / dram.gbps, 0.90, "%");
-        if (have_mem) report.target("sweep memory-bound end vs D2D copy", mem_roof / d2d, 0.90, "%");
-        if (have_fp32)
-            report.target("sweep compute-bound end vs FP32 peak from the clock", fp32_roof / peak, 0.90, "%");
-    }
-    char key[200];
-    if (ladder && best >= 0) {
-        const double gbps = verify::chain_bytes(N, true) / (rung_ms[best] * 1e6);
-        char vs[48] = "";
-        if (std::isfinite(speedup)) std::snprintf(vs, sizeof vs, ", rung 2 %.2fx the 3 kernels", speedup);
-        std::snprintf(key, sizeof key, "fused chain %.0f GB/s (%s)%s at n=%s", gbps, kRungs[best].name, vs,
-                      size_text(n).c_str());
-        report.key_result(key, gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
-    } else if (have_fp32 || have_mem) {
-        std::snprintf(key, sizeof key, "roofs: memory %.0f GB/s, FP32 %.0f GFLOP/s at n=%s", mem_roof, fp32_roof,
-                      size_text(n).c_str());
-        report.key_result(key, have_fp32 ? fp32_roof / peak : NAN, "FP32 peak", lesson::Against::Bound, in_l2);
-    } else {
-        report.key_result("rung 1 alone: the three kernels at n=" + size_text(n));
-    }
+    // 6-9. Bounds and yardsticks measured now, the ladder's and the sweep's reports (with the
+    //      roofline picture), the targets and the key result: summary.cuh.
+    const Bounds bounds = measure_bounds(report, prop, int(opt.device), N, sweeping);
+    const LadderResult fused = report_ladder(report, bounds, N, rung_ms);
+    const Roofs roofs = report_sweep(report, bounds, prop, N, rung_ms, sweep_ms, svg_path);
+    report_verdict(report, cli, bounds, n, ladder, fused, roofs, rung_ms);
     return report.finish(opt.json);
 }

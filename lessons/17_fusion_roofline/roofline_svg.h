@@ -7,7 +7,7 @@
 // the highest measured compute roof (the ridge point), and that roof starts there.
 // Every point is a <circle class="point"> with a tooltip. scripts/roofline.sh draws the
 // same picture from the JSON reports of every lesson.
-// Used by: lessons/17_fusion_roofline/main.cu (--svg=FILE).
+// Used by: lessons/17_fusion_roofline/summary.cuh (--svg=FILE).
 #pragma once
 #include <algorithm>
 #include <cmath>
