@@ -15,7 +15,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 B=$(cd "${1:?usage: exercise_selftest.sh BUILD}" && pwd) || exit 2
 EX="python3 $ROOT/scripts/exercise.py"
 export BUILD_DIR="$B"
-cmake --build "$B" --target gpu_check >/dev/null 2>&1
+source "$ROOT/scripts/build_lib.sh"  # cmake_configure, cmake_build
+cmake_build "$B" gpu_check >/dev/null 2>&1
 "$B/bin/gpu_check" >/dev/null 2>&1; [ $? = 77 ] && { echo "SKIP: no CUDA GPU"; exit 77; }
 arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$B/CMakeCache.txt")
 W="$B/grader"; rm -rf "$W"; mkdir -p "$W"
@@ -39,9 +40,9 @@ build_kind() {  # kind K -> sets the folder $W/build-kind-K
     targets+=("$(python3 "$ROOT/scripts/lessons.py" get "$1" executable)")
   done
   [ ${#targets[@]} -gt 0 ] || return 0
-  cmake -S "$ROOT" -B "$W/build-$kind-$k" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-    -DLESSON_EXERCISES_DIR="$W/src-$kind-$k" >"$W/configure-$kind-$k.log" 2>&1 || { bad "configure $kind $k"; return; }
-  cmake --build "$W/build-$kind-$k" --parallel "$(nproc)" --target "${targets[@]}" >"$W/build-$kind-$k.log" 2>&1 ||
+  cmake_configure "$ROOT" "$W/build-$kind-$k" -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLESSON_EXERCISES_DIR="$W/src-$kind-$k" \
+    >"$W/configure-$kind-$k.log" 2>&1 || { bad "configure $kind $k"; return; }
+  cmake_build "$W/build-$kind-$k" "${targets[@]}" >"$W/build-$kind-$k.log" 2>&1 ||
     bad "build of the $kind copies of exercise $k (log $W/build-$kind-$k.log)"
 }
 for k in $(printf '%s\n' "${pairs[@]}" | awk '{print $2}' | sort -u); do
@@ -51,7 +52,7 @@ done
 
 # The reference programs first, once: every check below finds them built (no two builds in one folder).
 refs=(); for p in "${pairs[@]}"; do set -- $p; refs+=("$(python3 "$ROOT/scripts/lessons.py" get "$1" executable)"); done
-cmake --build "$B" --parallel "$(nproc)" --target $(printf '%s\n' "${refs[@]}" | sort -u) >"$W/build-reference.log" 2>&1 ||
+cmake_build "$B" $(printf '%s\n' "${refs[@]}" | sort -u) >"$W/build-reference.log" 2>&1 ||
   bad "build of the reference programs (log $W/build-reference.log)"
 # Steps 1 and 2 check correctness only (no timing): JOBS of them share the GPU at once.
 one_pair() {  # lesson K -> prints ok/FAIL lines

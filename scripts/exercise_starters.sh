@@ -14,10 +14,10 @@ while read -r lesson; do
   targets+=("$(python3 "$ROOT/scripts/lessons.py" get "$lesson" executable)")
 done < <(python3 "$ROOT/scripts/exercise.py" list | cut -d' ' -f1 | uniq)
 [ ${#targets[@]} -gt 0 ] || { echo "exercise_starters: no lesson marks an exercise"; exit 1; }
-gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-cmake -S "$ROOT" -B "$OUT/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-  -DLESSON_EXERCISES_DIR="$OUT/src" >"$OUT/configure.log" 2>&1 || { cat "$OUT/configure.log"; exit 1; }
-if ! cmake --build "$OUT/build" --parallel "$(nproc)" --target "${targets[@]}" >"$OUT/build.log" 2>&1; then
+source "$ROOT/scripts/build_lib.sh"  # cmake_configure, cmake_build
+cmake_configure "$ROOT" "$OUT/build" -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DLESSON_EXERCISES_DIR="$OUT/src" \
+  >"$OUT/configure.log" 2>&1 || { cat "$OUT/configure.log"; exit 1; }
+if ! cmake_build "$OUT/build" "${targets[@]}" >"$OUT/build.log" 2>&1; then
   grep -E "error|Error" "$OUT/build.log" | head -40
   echo "exercise_starters: a learner's copy does not build (log: $OUT/build.log)"; exit 1
 fi

@@ -47,8 +47,7 @@ done
 [ "$jobs" -ge 1 ] || jobs=1
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
+source scripts/build_lib.sh  # cmake_configure, cmake_build
 arch=()
 [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
 
@@ -57,10 +56,10 @@ make_copy() {  # make_copy DIR
   rm -rf "$1"
   mkdir -p "$1/src"
   git ls-files --cached --others --exclude-standard -z | (cd "$ROOT" && xargs -0 cp --parents -t "$1/src") || return 1
-  cmake -S "$1/src" -B "$1/build" "${gen[@]}" "${arch[@]}" -DCMAKE_BUILD_TYPE=Release >"$1/configure.log" 2>&1 ||
+  cmake_configure "$1/src" "$1/build" "${arch[@]}" >"$1/configure.log" 2>&1 ||
     { echo "mutants.sh: configure failed ($1/configure.log)"; return 1; }
   # The awkward-size tests run only where this copy's own gpu_check finds a GPU (scripts/if_gpu.sh).
-  cmake --build "$1/build" --target gpu_check >>"$1/configure.log" 2>&1 || { echo "mutants.sh: gpu_check does not build"; return 1; }
+  cmake_build "$1/build" gpu_check >>"$1/configure.log" 2>&1 || { echo "mutants.sh: gpu_check does not build"; return 1; }
 }
 
 # A GPU first: the gpu_check of BUILD_DIR (default build) when built, else one built in a copy.

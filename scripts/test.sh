@@ -50,10 +50,9 @@ fi
 command -v clang-format >/dev/null || bash scripts/apt_install.sh "the format test" clang-format || true
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
-cmake --build "$BUILD" --parallel "$(nproc)"
+source scripts/build_lib.sh  # cmake_configure, cmake_build
+cmake_configure . "$BUILD"
+cmake_build "$BUILD"
 if [ "$PORTABLE" = 1 ]; then
   # 1. Every lesson under every GPU class, in this build (the reports: $BUILD/portable/).
   rm -rf "$BUILD/portable"
@@ -62,8 +61,8 @@ if [ "$PORTABLE" = 1 ]; then
   # 2. A build of compute_80 PTX and sm_80 code alone: on an sm_90 GPU the driver JIT-compiles
   #    the PTX, as on any GPU newer than the build's list, and what needs sm_90a skips.
   SM80=$BUILD-sm80
-  cmake -S . -B "$SM80" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=80
-  cmake --build "$SM80" --parallel "$(nproc)"
+  cmake_configure . "$SM80" -DCMAKE_CUDA_ARCHITECTURES=80
+  cmake_build "$SM80"
   rm -f "$SM80"/quick/*.json
   (cd "$SM80" && ctest --output-on-failure --parallel "$(nproc)" --timeout 300 -L '^gpu$') || rc=1
   nogpu=()
