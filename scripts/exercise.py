@@ -53,6 +53,7 @@ import lessons  # scripts/lessons.py: each lesson's manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LESSONS = os.path.join(ROOT, "lessons")
+SANITIZE_SH = os.path.join(ROOT, "scripts", "sanitize.sh")  # one compute-sanitizer tool on one run
 SOURCES = (".cu", ".cuh", ".h", ".cpp")
 BEGIN = re.compile(r"^(\s*)//\s*EXERCISE\s+(\S+)\s+BEGIN(?::\s*(.*))?$")
 END = re.compile(r"^\s*//\s*EXERCISE\s+(\S+)\s+END\s*$")
@@ -330,6 +331,18 @@ def uses_shared_memory(src_dir):
     return False
 
 
+def sanitizer_run(tool, cmd, log, timeout=900):
+    """compute-sanitizer TOOL on cmd, its output in log, through scripts/sanitize.sh (the runner of
+    scripts/run_all.sh --sanitize too): (clean, the run's exit code, the tool's summary or None, seconds)."""
+    t = time.time()
+    p = subprocess.run(["bash", SANITIZE_SH, "--print-limit=10", "--timeout=%d" % timeout, tool, log] + cmd,
+                       capture_output=True, text=True)
+    # The verdict line: "TOOL: VERDICT (exit RC; SUMMARY or none[; REASON])".
+    m = re.match(r"\S+: (?:clean|errors|skipped|no summary) \(exit (\d+); ([^;)]+)", p.stdout)
+    rc, summary = (int(m.group(1)), None if m.group(2) == "none" else m.group(2)) if m else (p.returncode, None)
+    return p.returncode == 0, rc, summary, time.time() - t
+
+
 def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
     cm = lessons.manifest(lesson)
     exe = cm["executable"]
@@ -390,7 +403,6 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     #    "focus", the part the exercises change). None of it is timed, so it shares the GPU, up to
     #    five programs at once; only where the lesson has neither "focus" nor "grade_size" is the
     #    default-size run also your first timed run, and then it runs alone, first.
-    san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
     for i, a in enumerate(cm["awkward"], 1):
         jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
@@ -404,20 +416,21 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         rep["not_run"] = ["racecheck: the code checked declares no __shared__ memory, the only memory racecheck watches"]
     if sanitize:
         for tool in tools:
-            jobs.append((tool, [san, "--tool", tool, "--error-exitcode", "99", "--print-limit", "10", mine_exe,
-                                "--quick", "--repeat=1"] + focus, tool))
+            jobs.append((tool, [mine_exe, "--quick", "--repeat=1"] + focus, tool))
     done = {}
     if not timed_args:  # the default-size run is your first timed run: alone on the GPU
         done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
-        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) for tag, cmd, _ in jobs if tag not in done}
+        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) if tag.startswith("size") else
+                   pool.submit(sanitizer_run, tag, cmd, os.path.join(logs, tag + ".log"))
+                   for tag, cmd, _ in jobs if tag not in done}
         for tag, f in futures.items():
             done[tag] = f.result()
     ok = True
     for tag, cmd, label in jobs:
-        rc, secs = done[tag]
         log = os.path.join(logs, tag + ".log")
         if tag.startswith("size"):
+            rc, secs = done[tag]
             line = result_line(log)
             if rc == 77:  # this size needs what this GPU lacks (the focus run above did run): no verdict
                 why = skip_reason(log)
@@ -430,13 +443,11 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
             rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
             print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", line if not passed else "%.1f s" % secs))
         else:
-            text = open(log, errors="replace").read()
-            m = re.search(r"(ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)", text)
-            clean = rc == 0 and m is not None and (m.group(2) or m.group(3)) == "0"
+            clean, rc, summary, secs = done[tag]
             ok &= clean
-            rep["sanitizers"].append({"tool": tag, "clean": clean, "exit": rc, "summary": m.group(0) if m else "none",
+            rep["sanitizers"].append({"tool": tag, "clean": clean, "exit": rc, "summary": summary or "none",
                                       "args": " ".join(["--quick"] + focus), "seconds": round(secs, 1)})
-            print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (m.group(0) if m else "rc %d" % rc, log)))
+            print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (summary or "rc %d" % rc, log)))
     for why in rep.get("not_run", []):
         print("  compute-sanitizer %s" % why.replace(": ", ": not run: ", 1))
     # The focus run of step 0 is a correctness check too (after the sizes: checks[0] stays the default size).

@@ -3,8 +3,9 @@
 # scripts/run_all.sh --check-targets share (perf_run): a lesson that PASSes but
 # misses a target (or warns) runs once more, and only a second miss fails; and of
 # how both read a run from its JSON report (scripts/results.py verdict), or from its
-# RESULT line where it wrote none. Fake lessons and a fake compute-sanitizer stand
-# in for the real ones (no GPU needed).
+# RESULT line where it wrote none; and of the sanitizer runner (scripts/sanitize.sh) that
+# run_all.sh --sanitize and exercise.py share. Fake lessons and a fake compute-sanitizer
+# stand in for the real ones (no GPU needed).
 set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -109,7 +110,8 @@ cat >$tmp/san/compute-sanitizer <<'EOS'
 tool=""
 while [ $# -gt 0 ]; do case $1 in --tool) tool=$2; shift 2 ;; --*) shift 2 ;; *) break ;; esac; done
 "$@"; rc=$?
-[ $tool = racecheck ] && echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" || echo "========= ERROR SUMMARY: 0 errors"
+[ -n "${HAZARDS:-}" ] && [ $tool = racecheck ] && [ $rc = 0 ] && rc=99
+[ $tool = racecheck ] && echo "========= RACECHECK SUMMARY: ${HAZARDS:-0} hazards displayed (0 errors, 0 warnings)" || echo "========= ERROR SUMMARY: 0 errors"
 exit $rc
 EOS
 chmod +x $tmp/san/compute-sanitizer
@@ -119,5 +121,16 @@ PATH=$tmp/san:$PATH BUILD_DIR=$b bash scripts/run_all.sh --no-build --sanitize -
 expect "run_all --sanitize: clean and SKIP" 0 $? $o "2 lesson\(s\): 1 PASS, 1 SKIP, 0 FAIL"
 expect "run_all --sanitize: every tool" 0 0 $o "^00_vector_add +PASS .*memcheck:0 racecheck:0 synccheck:0 initcheck:0$"
 expect "run_all --sanitize: the SKIP's reason" 0 0 $o "^  01_matrix_add_single_block: SKIP \(part 2 skipped: needs 2 GPUs\)$"
+fake $b/bin/vector_add "met met met met"
+HAZARDS=2 PATH=$tmp/san:$PATH BUILD_DIR=$b bash scripts/run_all.sh --no-build --sanitize --only='00_*' >$o 2>&1
+expect "run_all --sanitize: a hazard fails" 1 $? $o "^00_vector_add +FAIL .*racecheck\(rc=99 RACECHECK SUMMARY: 2 hazard\) synccheck:0"
+# The runner alone (scripts/sanitize.sh, which exercise.py runs too): its one-line verdict and exit.
+fake $b/bin/vector_add "met"
+PATH=$tmp/san:$PATH bash scripts/sanitize.sh memcheck $tmp/san.log $b/bin/vector_add --quick >$o 2>&1
+expect "sanitize.sh: clean" 0 $? $o "^memcheck: clean \(exit 0; ERROR SUMMARY: 0 error\)$"
+PATH=$tmp/san:$PATH bash scripts/sanitize.sh racecheck $tmp/san.log $b/bin/matrix_add_single_block --json=$tmp/s.json >$o 2>&1
+expect "sanitize.sh: skipped" 77 $? $o "^racecheck: skipped \(exit 77; RACECHECK SUMMARY: 0 hazard; part 2 skipped: needs 2 GPUs\)$"
+PATH=$tmp/san:$PATH bash scripts/sanitize.sh racecheck $tmp/san.log false >$o 2>&1
+expect "sanitize.sh: the program failed" 1 $? $o "^racecheck: errors \(exit 1; RACECHECK SUMMARY: 0 hazard\)$"
 [ $fails = 0 ] && echo "perf_retry_test: all passed" || echo "perf_retry_test: $fails failed"
 [ $fails = 0 ]

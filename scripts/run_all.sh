@@ -98,10 +98,9 @@ cuda=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -n 1)
 printf '{"gpu":"%s","driver":"%s","cuda":"%s","date":"%s","mode":"%s"}\n' "$(echo "$gpu" | head -n 1 | sed 's/"//g')" \
   "${driver:-unknown}" "${cuda#release }" "$(date -u +%Y-%m-%d)" "$mode" >"$RES/run-$mode.json"
 : >"$RES/seconds-$mode.tsv"
-SAN=""
 if [ "$SANITIZE" = 1 ]; then
-  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  [ -n "$SAN" ] || { echo "run_all.sh: --sanitize needs compute-sanitizer (CUDA Toolkit)"; exit 1; }
+  . scripts/sanitize.sh  # sanitize_run: one tool on one run, and its verdict
+  sanitizer_path >/dev/null || { echo "run_all.sh: --sanitize needs compute-sanitizer (CUDA Toolkit)"; exit 1; }
 fi
 
 fails=0
@@ -122,22 +121,13 @@ for name in "${lessons[@]}"; do
     result=PASS; detail=""; SKIPPED_TOOLS=0; why=""
     start=$(date +%s%N)
     for tool in memcheck racecheck synccheck initcheck; do
-      log="$RES/$name.$tool.log"
       extra=()
-      [ "$tool" = memcheck ] && extra=(--leak-check full)
-      rm -f "$RES/$name.$tool.json"
-      LESSON_UNDER_SANITIZER=1 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "$exe" --quick --repeat=1 \
-        --json="$RES/$name.$tool.json" >"$log" 2>&1
-      trc=$?
-      # The sanitizer's own last words: memcheck/synccheck/initcheck end with "ERROR SUMMARY: N
-      # errors", racecheck with "RACECHECK SUMMARY: N hazards displayed (...)".
-      summary=$(grep -m1 -oE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" || true)
-      if [ $trc = 77 ]; then
-        verdict "$RES/$name.$tool.json" "$log"
-        if [ "$v_result" = SKIP ] && [ -n "$v_reason" ]; then SKIPPED_TOOLS=$((SKIPPED_TOOLS+1)); why=${why:-$v_reason}; fi
-      fi
-      if [ $trc != 0 ] || [ -z "$summary" ] || [[ "$summary" != *": 0 "* ]]; then
-        result=FAIL; detail+="$tool(rc=$trc ${summary:-no summary}) "
+      [ "$tool" = memcheck ] && extra=(--leak-check)
+      LESSON_UNDER_SANITIZER=1 sanitize_run "${extra[@]}" --print-limit=20 "$tool" "$RES/$name.$tool.log" \
+        "$exe" --quick --repeat=1 --json="$RES/$name.$tool.json"
+      [ "$san_verdict" = skipped ] && { SKIPPED_TOOLS=$((SKIPPED_TOOLS+1)); why=${why:-$san_reason}; }
+      if [ "$san_verdict" != clean ]; then
+        result=FAIL; detail+="$tool(rc=$san_rc ${san_summary:-no summary}) "
       else
         detail+="$tool:0 "
       fi
