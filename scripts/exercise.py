@@ -343,9 +343,9 @@ def sanitizer_run(tool, cmd, log, timeout=900):
     return p.returncode == 0, rc, summary, time.time() - t
 
 
-def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
-    cm = lessons.manifest(lesson)
-    exe = cm["executable"]
+def build_programs(lesson, exe, solution, exe_path, json_path):
+    """Step 1: build the reference (and the learner's copy); exits 77 without a GPU, 1 when the copy
+    does not build. The programs to check, their log folder and the sources the copy was built from."""
     ref_build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
     ref_build = ref_build if os.path.isabs(ref_build) else os.path.join(ROOT, ref_build)
     ex_root = os.environ.get("EXERCISES_DIR", os.path.join(ROOT, "exercises"))
@@ -353,7 +353,6 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     if not solution and not exe_path and not os.path.exists(os.path.join(ex_root, lesson, "main.cu")):
         die("no learner copy at %s: start one with 'scripts/exercise.sh start %s'"
             % (os.path.relpath(os.path.join(ex_root, lesson), ROOT), lesson[:2]))
-    t0 = time.time()
     print("exercise: building the reference solution (%s) and %s" % (
         ref_build, "nothing else (--solution)" if solution else ("nothing else (--exe)" if exe_path else "your copy (%s)" % mine_build)))
     if not build(ref_build, exe, []):
@@ -377,11 +376,15 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
                                        "exe-" + hashlib.sha1(mine_exe.encode()).hexdigest()[:10])
     logs = os.path.join(ref_build, "exercise-logs", lesson, who)
     os.makedirs(logs, exist_ok=True)
-    rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    # The sources of the code checked (None for --exe: unknown).
+    src = os.path.join(ROOT, "lessons", lesson) if solution else (None if exe_path else os.path.join(ex_root, lesson))
+    return ref_exe, mine_exe, logs, src
 
+
+def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path):
+    """Step 2: the exercise's part at --quick size first (exits 77 where it cannot run on this GPU),
+    then every size and the sanitizers, into rep["checks"] and rep["sanitizers"]. True when all pass."""
     focus = shlex.split(cm["focus"])
-    timed_args = shlex.split(cm["grade_size"]) + focus  # the timed runs' size and focus
-
     # 0. The part of the lesson the exercises change, at --quick size, first: where it cannot run
     #    on this GPU (a rung that needs a newer GPU, more shared memory, an sm_90a image), the
     #    exercise cannot be checked here. That is a SKIP with the lesson's reason, neither a PASS
@@ -409,7 +412,6 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
     # racecheck finds hazards on shared memory only. Where the code checked declares none, it would
     # check only library kernels (cuBLAS, cuFFT), none of them the exercise: it is not run, and the
     # report says so. A copy that adds a __shared__ array is racechecked. (--exe: always run.)
-    src = os.path.join(ROOT, "lessons", lesson) if solution else (None if exe_path else os.path.join(ex_root, lesson))
     tools = ["memcheck", "racecheck"]
     if sanitize and src and not uses_shared_memory(src):
         tools.remove("racecheck")
@@ -457,34 +459,14 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
                           "result": result_line(focus_log), "seconds": round(focus_secs, 1)})
     print("  correctness, %-34s %s  (%s)" % (focus_label + ":", "PASS" if focus_ok else "FAIL",
                                               "%.1f s, run first" % focus_secs if focus_ok else result_line(focus_log)))
+    return ok
 
-    rep["result"] = "PASS" if ok else "FAIL"
-    not_here = sum(1 for c in rep["checks"] if c.get("not_applicable"))
-    every_size = "every size" + (" that runs on this GPU (%d not applicable)" % not_here if not_here else "")
-    if ok and not speed:
-        print("exercise: PASS (correct at %s%s; no speed grade asked for)" % (every_size, ", sanitizers clean" if sanitize else ""))
-        write_report(json_path, rep)
-        sys.exit(0)
-    if not ok:
-        print("exercise: FAIL: fix correctness first; no speed grade for a wrong answer")
-        rep["grade"] = None
-        write_report(json_path, rep)
-        sys.exit(1)
 
-    # The manifest's "grade" names the variants the exercises write; without it the lesson's key
-    # result is graded, unless "ungraded" says why nothing is.
-    named = {v for variants in cm["grade"].values() for v in variants}
-    if not named and cm["ungraded"]:
-        why = "; ".join(cm["ungraded"].values())
-        why = "%s (\"ungraded\" in lessons/%s/lesson.json)" % (why, lesson)
-        rep["grade"] = "ungraded"
-        rep["ungraded_why"] = why
-        rep["seconds"] = round(time.time() - t0, 1)
-        print("exercise: PASS (correct at %s%s); no speed grade: %s"
-              % (every_size, ", sanitizers clean" if sanitize else "", why))
-        write_report(json_path, rep)
-        sys.exit(0)
-    graded = sorted(named) or ["key result"]
+def speed_runs(lesson, rep, graded, ref_exe, mine_exe, logs, runs, timed_args):
+    """Step 3: the graded variants of your build and of the reference, alternating, one at a time.
+    The lesson's "focus" flags (a --rung, a --mode) leave out what the exercises do not touch, its
+    "grade_size" makes a long run shorter; without either, your default-size run of step 2 is your
+    first timed run. Raises NotHere where a timed run cannot run on this GPU. Returns the rates."""
     before = gpu_state()
     rates = {"mine": {}, "ref": {}}      # the variant's rate in each run
     fractions = {"mine": {}, "ref": {}}  # ... and as a fraction of the bound or yardstick of that run (or None)
@@ -516,34 +498,29 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         take(who, js)
         return secs
 
-    # 3. Speed: the graded variants of your build and of the reference, alternating, one at a time.
-    #    The lesson's "focus" flags (a --rung, a --mode) leave out what the exercises do not touch,
-    #    its "grade_size" makes a long run shorter; without either, your default-size run above is
-    #    your first timed run.
-    try:
-        if timed_args:
-            first = timed("ref", ref_exe, "ref-0")
-        elif rep["checks"][0].get("not_applicable"):
-            raise NotHere(rep["checks"][0]["not_applicable"])
-        else:
-            take("mine", os.path.join(logs, "default.json"))
-            first = rep["checks"][0]["seconds"]
-        taken = "ref" if timed_args else "mine"  # whose first run that was
-        if runs is None:
-            runs = 3 if first <= 1.5 else 2
-        for r in range(runs):
-            for who, path in (("ref", ref_exe), ("mine", mine_exe)):
-                if r > 0 or who != taken:
-                    timed(who, path, "%s-%d" % (who, r))
-    except NotHere as e:
-        rep["grade"] = None
-        rep["not_graded"] = "the timed run cannot run on this GPU: %s" % e
-        rep["seconds"] = round(time.time() - t0, 1)
-        print("exercise: PASS (correct at %s%s); no speed grade: %s"
-              % (every_size, ", sanitizers clean" if sanitize else "", rep["not_graded"]))
-        write_report(json_path, rep)
-        sys.exit(0)
-    after = gpu_state()
+    if timed_args:
+        first = timed("ref", ref_exe, "ref-0")
+    elif rep["checks"][0].get("not_applicable"):
+        raise NotHere(rep["checks"][0]["not_applicable"])
+    else:
+        take("mine", os.path.join(logs, "default.json"))
+        first = rep["checks"][0]["seconds"]
+    taken = "ref" if timed_args else "mine"  # whose first run that was
+    if runs is None:
+        runs = 3 if first <= 1.5 else 2
+    for r in range(runs):
+        for who, path in (("ref", ref_exe), ("mine", mine_exe)):
+            if r > 0 or who != taken:
+                timed(who, path, "%s-%d" % (who, r))
+    return {"before": before, "after": gpu_state(), "runs": runs, "rates": rates, "fractions": fractions,
+            "inverted": inverted}
+
+
+def grade(rep, m, timed_args):
+    """Step 4: the grade from the speed runs, or the reasons there is none (a throttled clock, runs
+    that varied too much), into rep and printed."""
+    before, after, runs = m["before"], m["after"], m["runs"]
+    rates, fractions, inverted = m["rates"], m["fractions"], m["inverted"]
     rep["measurement"] = {"before": before, "after": after, "runs": runs, "args": " ".join(timed_args),
                           "how": "each run is the lesson at its default size (median of its --repeat samples)%s; "
                                  "reference and learner alternate; the grade compares medians over the runs of "
@@ -587,6 +564,54 @@ def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True
         print("exercise: PASS, grade %s (%.2fx the reference solution; %d run(s) each, spread %.1f%%; GPU %s, SM clock %s -> %s MHz, %s -> %s C)"
               % (rep["grade"], worst, runs, 100 * max(g["spread"] for g in grades), before.get("gpu", "?"),
                  before.get("sm_clock_mhz", "?"), after.get("sm_clock_mhz", "?"), before.get("temperature_c", "?"), after.get("temperature_c", "?")))
+
+
+def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
+    """build, correctness, speed, grade: the report in json_path; exits 0, 1 or 77 (see the usage)."""
+    cm = lessons.manifest(lesson)
+    t0 = time.time()
+    ref_exe, mine_exe, logs, src = build_programs(lesson, cm["executable"], solution, exe_path, json_path)
+    rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    timed_args = shlex.split(cm["grade_size"]) + shlex.split(cm["focus"])  # the timed runs' size and focus
+
+    ok = correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path)
+    rep["result"] = "PASS" if ok else "FAIL"
+    not_here = sum(1 for c in rep["checks"] if c.get("not_applicable"))
+    every_size = "every size" + (" that runs on this GPU (%d not applicable)" % not_here if not_here else "")
+    if ok and not speed:
+        print("exercise: PASS (correct at %s%s; no speed grade asked for)" % (every_size, ", sanitizers clean" if sanitize else ""))
+        write_report(json_path, rep)
+        sys.exit(0)
+    if not ok:
+        print("exercise: FAIL: fix correctness first; no speed grade for a wrong answer")
+        rep["grade"] = None
+        write_report(json_path, rep)
+        sys.exit(1)
+
+    # The manifest's "grade" names the variants the exercises write; without it the lesson's key
+    # result is graded, unless "ungraded" says why nothing is.
+    named = {v for variants in cm["grade"].values() for v in variants}
+    if not named and cm["ungraded"]:
+        why = "; ".join(cm["ungraded"].values())
+        why = "%s (\"ungraded\" in lessons/%s/lesson.json)" % (why, lesson)
+        rep["grade"] = "ungraded"
+        rep["ungraded_why"] = why
+        rep["seconds"] = round(time.time() - t0, 1)
+        print("exercise: PASS (correct at %s%s); no speed grade: %s"
+              % (every_size, ", sanitizers clean" if sanitize else "", why))
+        write_report(json_path, rep)
+        sys.exit(0)
+    try:
+        measured = speed_runs(lesson, rep, sorted(named) or ["key result"], ref_exe, mine_exe, logs, runs, timed_args)
+    except NotHere as e:
+        rep["grade"] = None
+        rep["not_graded"] = "the timed run cannot run on this GPU: %s" % e
+        rep["seconds"] = round(time.time() - t0, 1)
+        print("exercise: PASS (correct at %s%s); no speed grade: %s"
+              % (every_size, ", sanitizers clean" if sanitize else "", rep["not_graded"]))
+        write_report(json_path, rep)
+        sys.exit(0)
+    grade(rep, measured, timed_args)
     rep["seconds"] = round(time.time() - t0, 1)
     write_report(json_path, rep)
     sys.exit(0)
