@@ -16,7 +16,7 @@
 //                      lanes of a warp ever hit one counter or one bank
 // cub::DeviceHistogram::HistogramEven on the same bytes is the yardstick. Every
 // bin of every run is compared exactly with a CPU histogram, and the bins must
-// add up to n. See README.md.
+// add up to n. The checks: checks.h; the report: summary.cuh. See README.md.
 //
 // Lesson 16 of the course: lessons 14 and 15 (reduction, scan) combined values
 // in a fixed pattern; here each byte's destination depends on its value, so
@@ -26,8 +26,6 @@
 //      ./build/bin/histogram --rung=3   (one rung alone, with CUB beside it)
 #include <cub/device/device_histogram.cuh>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,25 +79,8 @@ constexpr int64_t kMaxN = (int64_t(1) << 32) - 1;            // one bin may have
 // CUB's levels: 257 boundaries 0, 1, ..., 256 make 256 bins of width 1.
 constexpr int kLevels = kBins + 1, kLower = 0, kUpper = kBins;
 
-// The exact check of a verified run and of the result of the last timed call
-// (it went through the timed memset + launch path): one line in the report,
-// which names the first of them that failed.
-static lesson::Check check_runs(const std::vector<unsigned int>& first, const std::vector<unsigned int>& timed,
-                                const uint64_t* ref, size_t n, const std::string& what) {
-    lesson::Check c = verify::compare_histogram(first.data(), ref, n, what + ": 256 bins exact, sum = n");
-    if (!c.pass) return c;
-    lesson::Check t =
-        verify::compare_histogram(timed.data(), ref, n, what + " (last timed call): 256 bins exact, sum = n");
-    if (!t.pass) return t;
-    c.checked += t.checked;  // 2 x 256 bins
-    return c;
-}
-
-static std::string size_text(int64_t n) {
-    for (int p = 0; p < 63; ++p)
-        if (n == (int64_t(1) << p)) return "2^" + std::to_string(p);
-    return std::to_string(n);
-}
+#include "checks.h"
+#include "summary.cuh"
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
@@ -113,9 +94,7 @@ int main(int argc, char** argv) {
     cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0 = all rungs)");
     cli.add_string("input", &input_flag, "which input: both, skewed or uniform (one alone is handy under a profiler)");
     cli.parse_or_exit(argc, argv);
-    if (input_flag != "both" && input_flag != "skewed" && input_flag != "uniform")
-        lesson::bad_input("--input=" + input_flag + " is not an input; allowed: both, skewed, uniform");
-    auto selected = [&](int which) { return input_flag == "both" || input_flag == kInputs[which].name; };
+    require_input_flag(input_flag);
 
     const size_t N = static_cast<size_t>(n);
     const std::string size_flag = "--n=" + std::to_string(n);
@@ -125,14 +104,10 @@ int main(int argc, char** argv) {
     lesson::require_device_memory(N + kHistBytes, size_flag);
 
     lesson::Report report("16_histogram");
-    report.device(prop.name, prop.major, prop.minor, sms, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("rung", rung);
-    report.config("input", input_flag);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: n, rung, input, repeat, seed, ...
     report.config("input_mb", N / 1e6);
     report.config("l2_mb", prop.l2CacheSize / 1e6);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
 
     // 1. Allocate: the input bytes (left unzeroed: the fill writes every byte) and the 256 counters.
     verify::host_vector<uint8_t> h_in(N);
@@ -161,7 +136,7 @@ int main(int argc, char** argv) {
     double cpu_ms = 0, cub_ms[kInputCount] = {}, ms[kInputCount][kRungCount] = {};
     bool injected = false;
     for (int which = 0; which < kInputCount; ++which) {
-        if (!selected(which)) continue;
+        if (!selected(input_flag, which)) continue;
         const std::string input = kInputs[which].name;
         // 2. Make the input, count it on the CPU, copy it to the GPU.
         kInputs[which].fill(h_in.data(), N, uint64_t(opt.seed) + uint64_t(which));
@@ -169,12 +144,7 @@ int main(int argc, char** argv) {
         lesson::HostTimer cpu;
         verify::histogram_reference(h_in.data(), N, ref);
         cpu_ms += cpu.ms();
-        // How much the input collides: its largest bin, and how many different
-        // bins a warp reading 32 neighbouring bytes touches (mean over the first MiB).
-        report.metric(input + ": largest bin's share of the bytes", verify::largest_bin_share(ref, N), "of n");
-        const size_t sample = N < (size_t(1) << 20) ? N : (size_t(1) << 20);
-        report.metric(input + ": distinct bins among 32 neighbouring bytes",
-                      verify::mean_distinct_per_group(h_in.data(), sample, 32), "bins (mean)");
+        report_collisions(report, input, h_in.data(), N, ref);  // its largest bin, bins per warp (checks.h)
         CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), N, cudaMemcpyHostToDevice));
 
         // 3. CUB zeroes the output itself (a small kernel before its sweep), so
@@ -230,59 +200,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(d_hist));
     CUDA_CHECK(cudaFree(d_in));
 
-    // Report: GB/s of input bytes read (n per call), against the DRAM bound of
-    // a pure read stream (1 read : 0 writes) measured now, and against CUB on
-    // the same input. Both are left ungraded where n bytes fit in the L2.
-    const std::string in_l2 = lesson::l2_note(double(N), prop);
-    const lesson::StreamBound dram =
-        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0) : lesson::stream_bound_not_measured(1, 0, in_l2);
-    lesson::add_bound(report, dram, int(opt.device));
-    report.timing(std::string(lesson::kTimingMethod) +
-                  "; each rung's call is a cudaMemsetAsync of the 1 KB histogram plus the kernel, each CUB call "
-                  "its zeroing kernel plus its histogram kernel; one warm-up call before a long rung's samples");
-    auto gbps = [&](double t) { return double(N) / (t * 1e6); };
-    double best_vs_cub[kInputCount] = {}, worst_vs_cub = INFINITY;
-    std::string best_text;
-    for (int which = 0; which < kInputCount; ++which) {
-        if (!selected(which)) continue;
-        const std::string input = kInputs[which].name;
-        const double cub_gbps = gbps(cub_ms[which]);
-        report.yardstick("CUB HistogramEven, " + input + " input", cub_gbps, "GB/s");
-        report.variant_bound(input + ": CUB HistogramEven", cub_ms[which], cub_gbps, "GB/s", dram.gbps, "DRAM bound",
-                             in_l2);
-        int best = -1;
-        for (int k = 0; k < kRungCount; ++k) {
-            const double t = ms[which][k];
-            if (t <= 0) continue;  // not run (--rung)
-            const std::string name = input + ": " + kRungs[k].name;
-            report.variant_bound(name, t, gbps(t), "GB/s", dram.gbps, "DRAM bound", in_l2);
-            report.variant_yardstick(name + " vs CUB", t, gbps(t), "GB/s", cub_gbps, "CUB", in_l2);
-            if (best < 0 || t < ms[which][best]) best = k;
-        }
-        best_vs_cub[which] = cub_ms[which] / ms[which][best];
-        worst_vs_cub = std::min(worst_vs_cub, best_vs_cub[which]);
-        best_text += (best_text.empty() ? "" : ", ") + input + " " + std::to_string(int(gbps(ms[which][best]) + 0.5)) +
-                     " GB/s (rung " + std::to_string(best + 1) + ")";
-    }
-    // Contention, measured: how much longer the skewed input takes than the uniform one.
-    if (selected(0) && selected(1)) {
-        report.metric("CUB: skewed / uniform time", cub_ms[0] / cub_ms[1], "x");
-        for (int k = 0; k < kRungCount; ++k)
-            if (ms[0][k] > 0)
-                report.metric(std::string(kRungs[k].name) + ": skewed / uniform time", ms[0][k] / ms[1][k], "x");
-    }
-    int per_sm4 = 0, per_sm5 = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm4, rung4::histogramWide, rung4::kThreads, 0));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm5, rung5::histogramLaneCopies, rung5::kThreads, 0));
-    report.metric("resident blocks per SM, rung 4 (1 KB shared)", per_sm4, "blocks");
-    report.metric("resident blocks per SM, rung 5 (32 KB shared)", per_sm5, "blocks");
-
-    report.key_result("best rung " + best_text + " at n=" + size_text(n) + " (the input furthest behind CUB)",
-                      worst_vs_cub, "CUB", lesson::Against::Yardstick, in_l2);
-    report.default_size(cli.at_default_size());
-    for (int which = 0; which < kInputCount; ++which)
-        if (selected(which))
-            report.target(std::string("best rung vs CUB, ") + kInputs[which].name + " input", best_vs_cub[which], 0.90,
-                          "x");
+    // Report: GB/s against the DRAM bound and against CUB, contention, occupancy (summary.cuh).
+    report_histogram(report, prop, opt, cli, n, input_flag, cub_ms, ms);
     return report.finish(opt.json);
 }
