@@ -9,11 +9,9 @@
 // call) silently computes the wrong product. This lesson shows what that call
 // really returns, the standard fix (ask for C^T = B^T * A^T by swapping the
 // operands and the dimensions), alpha/beta, one handle for the whole program,
-// and the price and speed of TF32 tensor cores next to plain fp32.
-// Lesson 08 of the course: lesson 07 blurred images with its own kernels,
-// lesson 09 batches many small products. See README.md.
-#include <algorithm>
-#include <cmath>
+// and the price and speed of TF32 tensor cores next to plain fp32. The flag
+// checks and the text's call against A*B and B*A: checks.h; the report of the
+// math modes: summary.cuh. See README.md.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -34,6 +32,9 @@
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
+
+#include "checks.h"
+#include "summary.cuh"
 
 // Row-major C (M x N) = alpha * A (M x K) * B (K x N) + beta * C.
 // cuBLAS reads a row-major R x S array as the column-major S x R matrix, i.e.
@@ -61,17 +62,6 @@ static void sgemm_as_in_the_text(cublasHandle_t handle, int M, int N, int K, con
 }
 
 static double tflops(double M, double N, double K, double ms) { return 2.0 * M * N * K / (ms * 1e9); }
-
-// The chance that a random sample of `sampled` distinct rows of `rows` misses every
-// row of a band of `band` consecutive rows (a fault confined to one tile band):
-// C(rows - band, sampled) / C(rows, sampled).
-static double miss_probability(int64_t rows, int64_t sampled, int64_t band) {
-    if (band >= rows) return 0.0;
-    double p = 1.0;
-    for (int64_t i = 0; i < sampled && p > 0; ++i)
-        p *= double(std::max<int64_t>(rows - band - i, 0)) / double(rows - i);
-    return p;
-}
 
 // The math modes timed at --bench^3, one row each: the name in the report, the handle's math
 // mode, the tolerance of its sampled check, the unit whose peak bounds its rate, and the compute
@@ -134,18 +124,10 @@ static void compare_math_modes(cublasHandle_t handle, const cudaDeviceProp& prop
         needs.cc_why = "TF32 tensor cores; below it cuBLAS computes in fp32";
         if (gate.run(mode.name, needs)) modes.push_back(&mode);
     }
-    // Each mode against the peak of the unit it runs on, from the SM clock (a bound). The peak is NaN
-    // where common/ceilings.h knows no rate for this compute capability: then no bound, and the row
-    // is not graded.
     const bool tf32_runs = modes.back()->math == CUBLAS_TF32_TENSOR_OP_MATH;
-    const double fp32_peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Fp32Simt) / 1e3;
-    const double tf32_peak =
-        tf32_runs ? lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Tf32Tensor) / 1e3 : NAN;
-    if (std::isfinite(fp32_peak)) report.bound("FP32 FMA peak from the SM clock", fp32_peak, "TFLOP/s");
-    if (std::isfinite(tf32_peak))
-        report.bound("TF32 tensor-core peak from the SM clock (dense)", tf32_peak, "TFLOP/s", lesson::Roof::Compute);
+    const Peaks peaks = report_peaks(report, prop, int(opt.device), tf32_runs);
     const std::string small = lesson::small_gemm_note(bench, bench, prop);
-    double fp32_rate = 0, tf32_rate = 0, tf32_err = 0, fp32_err = 0;
+    ModeResults r;
     for (const Mode* m : modes) {
         const Mode& mode = *m;
         // The math mode is state of the handle: every later call on it uses it.
@@ -156,40 +138,20 @@ static void compare_math_modes(cublasHandle_t handle, const cudaDeviceProp& prop
         double ms =
             lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
         double rate = tflops(B, B, B, ms);
-        if (mode.math == CUBLAS_DEFAULT_MATH) fp32_rate = rate;
-        const double peak = mode.unit == lesson::MathUnit::Tf32Tensor ? tf32_peak : fp32_peak;
-        const std::string ungraded =
-            !small.empty() || std::isfinite(peak)
-                ? small
-                : std::string("no ") + mode.peak_name + " known for cc " + lesson::cc_text(lesson::gpu_limits().cc);
+        if (mode.math == CUBLAS_DEFAULT_MATH) r.fp32_rate = rate;
+        const double peak = mode.unit == lesson::MathUnit::Tf32Tensor ? peaks.tf32 : peaks.fp32;
         report.variant_bound(std::string(mode.name) + ", " + p.shape(), ms, rate, "TFLOP/s", peak, mode.peak_name,
-                             ungraded);
+                             ungraded_why(small, peak, mode.peak_name));
 
         lesson::Check c = ref.check_in(p.h_C.data(), mode.tol,
                                        std::string(mode.name) + ", " + p.shape() + ", " + std::to_string(check_rows) +
                                            " random rows");
         report.check(c);
-        if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) tf32_rate = rate, tf32_err = c.rel_l2;
-        if (mode.math == CUBLAS_DEFAULT_MATH) fp32_err = c.rel_l2;
+        if (mode.math == CUBLAS_TF32_TENSOR_OP_MATH) r.tf32_rate = rate, r.tf32_err = c.rel_l2;
+        if (mode.math == CUBLAS_DEFAULT_MATH) r.fp32_err = c.rel_l2;
     }
     CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));  // put the handle back to plain fp32
-    char key[160];
-    if (tf32_runs) {
-        report.metric("TF32 speedup over fp32", tf32_rate / fp32_rate, "x");
-        report.metric("TF32 error / fp32 error (rel-L2)", tf32_err / fp32_err, "x");
-        std::snprintf(key, sizeof key, "%s: fp32 %.1f, TF32 %.1f TFLOP/s (TF32 rel-L2 %.1e vs fp32 %.1e)",
-                      p.shape().c_str(), fp32_rate, tf32_rate, tf32_err, fp32_err);
-    } else {
-        std::snprintf(key, sizeof key, "%s: fp32 %.1f TFLOP/s (rel-L2 %.1e); TF32 skipped (tensor cores from cc 8.0)",
-                      p.shape().c_str(), fp32_rate, fp32_err);
-    }
-    report.key_result(key);
-    char miss[200];
-    std::snprintf(miss, sizeof miss,
-                  "sampled check: %lld of %d rows; a fault confined to one 128-row band escapes it with "
-                  "probability %.0f%% (README)",
-                  (long long)check_rows, p.M, 100.0 * miss_probability(p.M, check_rows, 128));
-    report.note(miss);
+    report_math_modes(report, p.shape(), tf32_runs, r, check_rows, p.M);
 }
 
 int main(int argc, char** argv) {
@@ -210,20 +172,9 @@ int main(int argc, char** argv) {
     cli.add_int("check-rows", &check_rows, 1, 16384,
                 "rows of the --bench product checked (and of --square for the text's call)", 16);
     cli.parse_or_exit(argc, argv);
-    if (alpha == 0.0) lesson::bad_input("--alpha=0 makes C zero, which checks nothing; allowed: -100 to 100, not 0");
-    if (check_rows > std::min(square, bench))
-        lesson::bad_input("--check-rows=" + std::to_string(check_rows) +
-                          " exceeds the rows of --square=" + std::to_string(square) +
-                          " or --bench=" + std::to_string(bench) + "; allowed: 1 to min(--square, --bench)");
-
-    const double S = double(square), B = double(bench), f = sizeof(float), d = sizeof(double);
-    const double host_bytes = std::max(
-        {S * S * (4 * f + d), (m * k + k * n + m * n) * f + m * n * d, B * B * 3 * f + check_rows * B * (f + d)});
-    const double dev_bytes = std::max({3 * S * S, double(m * k + k * n + m * n), 3 * B * B}) * f;
-    const std::string sizes = "--square/--m/--n/--k/--bench";
-    lesson::require_host_memory(uint64_t(host_bytes), "pageable", sizes);
+    const uint64_t dev_bytes = require_sizes(square, m, n, k, bench, check_rows, alpha);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
-    lesson::require_device_memory(uint64_t(dev_bytes), sizes);
+    lesson::require_device_memory(dev_bytes, kSizeFlags);
 
     // One handle for the whole program: creating one costs milliseconds and
     // allocates device memory, so never create it per call.
@@ -233,16 +184,8 @@ int main(int argc, char** argv) {
     CUBLAS_CHECK(cublasGetVersion(handle, &version));
 
     lesson::Report report("08_cublas_sgemm");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("square", square);
-    report.config("m", m);
-    report.config("n", n);
-    report.config("k", k);
-    report.config("alpha", alpha);
-    report.config("bench", bench);
-    report.config("check_rows", check_rows);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
+    report.device(prop);
+    report.config_from(cli);
     report.config("cublas_version", int64_t(version));
     const char* tf32_env = std::getenv("NVIDIA_TF32_OVERRIDE");
     if (tf32_env)
@@ -262,7 +205,7 @@ int main(int argc, char** argv) {
         p.copy_c_back();
         double ms =
             lesson::time_median_ms(R, [&] { sgemm_row_major(handle, p.M, p.N, p.K, 1.0f, p.d_A, p.d_B, 0.0f, p.d_C); });
-        report.variant("fix, fp32, " + p.shape(), ms, tflops(S, S, S, ms), "TFLOP/s");
+        report.variant("fix, fp32, " + p.shape(), ms, tflops(square, square, square, ms), "TFLOP/s");
 
         lesson::HostTimer cpu;
         std::vector<double> ref(p.h_C.size());
@@ -273,19 +216,8 @@ int main(int argc, char** argv) {
                                      "fix C^T = B^T A^T, " + p.shape() + ", every element"));
 
         // What the text's call returns, on a sample of rows (information, not a check).
-        const std::vector<int64_t> rows = verify::sample_rows(p.M, check_rows, opt.seed + 7);
-        const verify::GemmRows ab = verify::gemm_reference_rows(p.h_A.data(), p.h_B.data(), p.N, p.K, rows);
-        const verify::GemmRows ba = verify::gemm_reference_rows(p.h_B.data(), p.h_A.data(), p.N, p.K, rows);
-        const double vs_ab = ab.check_in(h_text.data(), 1e-4, "").rel_l2;
-        const double vs_ba = ba.check_in(h_text.data(), 1e-4, "").rel_l2;
-        report.metric("text's call " + p.shape() + ": rel-L2 vs A*B", vs_ab, "");
-        report.metric("text's call " + p.shape() + ": rel-L2 vs B*A", vs_ba, "");
-        char buf[200];
-        std::snprintf(
-            buf, sizeof buf,
-            "the original text's call on %s returns B*A (rel-L2 %.1e), not A*B (rel-L2 %.2f); %lld rows compared",
-            p.shape().c_str(), vs_ba, vs_ab, (long long)check_rows);
-        report.note(buf);
+        report_text_call(report, p.h_A.data(), p.h_B.data(), h_text.data(), p.M, p.N, p.K, p.shape(), check_rows,
+                         opt.seed + 7);
     }
 
     // 2. Non-square, every element: the fix, the text's call, then alpha/beta.
