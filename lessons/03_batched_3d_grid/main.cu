@@ -11,10 +11,10 @@
 // the text's launch beside a launch per matrix and a float4 version, and a
 // second run past the z limit (--limit-batch) proves the loop. Lesson 03 of
 // the course: lesson 02 covered one matrix with a 2D grid, lesson 04 processes a
-// data set larger than the GPU in chunks.
+// data set larger than the GPU in chunks. The grid check: checks.h; the DRAM bound
+// and the verdict: summary.cuh.
 // Run: ./build/bin/batched_3d_grid [--n=256 --batch=1000]. See README.md.
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -91,6 +91,8 @@ static dim3 grid_of(int cols, int rows, uint64_t z) {
         lesson::fail_call("host", "grid_of", "grid past the hardware limits (Grid::ok is false)", __FILE__, __LINE__);
     return dim3(g.x, g.y, g.z);
 }
+
+#include "checks.h"
 
 // One batch on the device: `count` n x n matrices, one after another in each array.
 struct Batch {
@@ -205,6 +207,8 @@ static BatchTimes run_batch(int n, size_t batch, uint64_t seed, const lesson::Co
     return t;
 }
 
+#include "summary.cuh"
+
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -218,22 +222,7 @@ int main(int argc, char** argv) {
     cli.add_int("limit-n", &limit_n, 1, 256, "matrix side of the second run, past the grid limit", 4);
     cli.add_int("limit-batch", &limit_batch, 65536, 10000000, "matrices of the second run (more than 65535)");
     cli.parse_or_exit(argc, argv);
-
-    // Every grid this run launches, checked before any CUDA call: x = ceil(cols / 16) (a quarter of
-    // the columns for float4), y = ceil(rows / 16), z = min(batch, 65535).
-    struct Shape {
-        int cols, rows;
-        uint64_t z;
-    };
-    std::vector<Shape> shapes = {
-        {int(n), int(n), uint64_t(batch)}, {int(n), int(n), 1}, {int(limit_n), int(limit_n), uint64_t(limit_batch)}};
-    if (n % 4 == 0) shapes.push_back({int(n / 4), int(n), uint64_t(batch)});
-    for (const Shape& sh : shapes)
-        if (!plan_grid(sh.cols, sh.rows, sh.z).ok)
-            lesson::bad_input("a grid of " + std::to_string(sh.cols) + " x " + std::to_string(sh.rows) + " x " +
-                              std::to_string(sh.z) +
-                              " elements in 16 x 16 blocks passes the hardware limits "
-                              "(x <= 2^31 - 1, y and z <= 65535 blocks); allowed: --n up to 8192, --limit-n up to 256");
+    require_grids_fit(n, batch, limit_n, limit_batch);  // every grid this run launches, before any CUDA call
 
     // Per element: A, B, C as floats and the double reference on the host; A, B, C on the GPU.
     const uint64_t elems = std::max(uint64_t(n) * n * batch, uint64_t(limit_n) * limit_n * limit_batch);
@@ -244,28 +233,18 @@ int main(int argc, char** argv) {
     lesson::require_device_memory(elems * 3 * sizeof(float), sizes);
 
     lesson::Report report("03_batched_3d_grid");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("n", n);
-    report.config("batch", batch);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: n, batch, limit_n, limit_batch, repeat, seed, ...
     report.config("block", std::string("16x16"));
     const dim3 grid = grid_of(static_cast<int>(n), static_cast<int>(n), batch);
     report.config("grid", std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z));
-    report.config("limit_n", limit_n);
-    report.config("limit_batch", limit_batch);
-    report.config("repeat", opt.repeat);
-    report.config("seed", opt.seed);
 
     const int N = static_cast<int>(n);
     const size_t nb = static_cast<size_t>(batch), per = static_cast<size_t>(N) * N;
 
-    // The DRAM bound of this read/write mix (2 reads : 1 write), measured now, unless both
-    // batches below fit in L2 (then DRAM is not their limit and nothing is graded against it).
-    const double largest = 3.0 * sizeof(float) * std::max(double(nb) * per, double(limit_batch) * limit_n * limit_n);
-    const std::string both_in_l2 = lesson::l2_note(largest, prop);
-    const lesson::StreamBound dram = both_in_l2.empty() ? lesson::measure_stream_bound(prop, 2, 1)
-                                                        : lesson::stream_bound_not_measured(2, 1, both_in_l2);
-    lesson::add_bound(report, dram, int(opt.device));
-    report.timing(lesson::kTimingMethod);
+    // The DRAM bound of the add (2 reads : 1 write), measured now unless both batches fit in L2.
+    const lesson::StreamBound dram =
+        dram_bound(report, double(nb) * per, double(limit_batch) * limit_n * limit_n, prop, int(opt.device));
 
     // Part 1: the original text's batch, covered several ways.
     const bool vec4 = N % 4 == 0;
@@ -292,13 +271,6 @@ int main(int argc, char** argv) {
 
     // Key result: the fastest one-launch kernel (float4 when n allows it, else the text's).
     const double best_ms = vec4 ? main_run.ms[vec4_plan] : main_run.ms[0];
-    const double gbps = 3.0 * nb * per * sizeof(float) / (best_ms * 1e6);
-    char key[128];
-    std::snprintf(key, sizeof key, "%s %.0f GB/s, %zu x %d^2 in one launch",
-                  vec4 ? "addMatricesBatchedVec4" : "addMatricesBatched", gbps, nb, N);
-    const std::string in_l2 = lesson::l2_note(3.0 * nb * per * sizeof(float), prop);
-    report.key_result(key, gbps / dram.gbps, "DRAM bound", lesson::Against::Bound, in_l2);
-    report.default_size(cli.at_default_size());
-    report.target("best one-launch kernel of the DRAM bound", gbps / dram.gbps, 0.90);
+    report_verdict(report, cli, best_ms, vec4, nb, N, dram.gbps, prop);
     return report.finish(opt.json);
 }
