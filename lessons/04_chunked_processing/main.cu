@@ -9,11 +9,8 @@
 // device buffers sized for a chunk; a loop produces a chunk's inputs, copies
 // them in, adds, copies the sum out and verifies it. Pageable host memory and
 // plain cudaMemcpy, as the text does: the baseline that lesson 05 beats with
-// pinned memory and streams. See README.md.
-#include <algorithm>
-#include <cstdio>
+// pinned memory and streams. The report: summary.cuh. See README.md.
 #include <string>
-#include <vector>
 
 #include "common/ceilings.h"
 #include "common/check.h"
@@ -27,6 +24,8 @@
 #include "verify/compare.h"
 #include "verify/parallel.h"
 #include "verify/random.h"
+
+#include "summary.cuh"
 
 // C = A + B over one chunk. The matrices of a chunk lie one after the other,
 // so elementwise work does not care about rows and columns: the chunk is one
@@ -73,27 +72,17 @@ int main(int argc, char** argv) {
 
     const lesson::ChunkPlan plan = lesson::plan_chunks(uint64_t(matrices), uint64_t(chunk));
     lesson::Report report("04_chunked_processing");
-    report.device(prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    report.config("matrices", matrices);
-    report.config("chunk", chunk);
-    report.config("n", n);
+    report.device(prop);
+    report.config_from(cli);  // every flag as parsed: matrices, chunk, n, seed, ...
     report.config("chunks", int64_t(plan.count));
     report.config("last_chunk", int64_t(plan.at(plan.count - 1).count));
     report.config("elements_per_array", int64_t(total_elems));
-    report.config("seed", opt.seed);
 
-    // What the link allows, measured now (before our buffers exist, so they fit), in bursts
-    // of back-to-back chunk-sized copies, each direction alone, best of several trials:
-    //  - pinned copies: the PCIe link itself, a bound no copy can beat;
-    //  - pageable copies, as this loop issues them: the driver stages them through a pinned
-    //    buffer with a CPU memcpy, so their rate depends on the host's caches and memory,
-    //    and a later copy can run faster. A yardstick, not a bound.
+    // What the link allows, measured now (before our buffers exist, so they fit): pinned copies,
+    // the PCIe bound, and pageable ones as this loop issues them, the yardstick (report_link).
     const lesson::LinkRates pinned = lesson::measure_link_gbps(chunk_bytes, /*pinned=*/true);
     const lesson::LinkRates link = lesson::measure_link_gbps(chunk_bytes, /*pinned=*/false);
-    report.bound("H2D pinned cudaMemcpyAsync, chunk-sized burst", pinned.h2d, "GB/s");
-    report.bound("D2H pinned cudaMemcpyAsync, chunk-sized burst", pinned.d2h, "GB/s");
-    report.yardstick("H2D pageable cudaMemcpy, chunk-sized burst", link.h2d, "GB/s");
-    report.yardstick("D2H pageable cudaMemcpy, chunk-sized burst", link.d2h, "GB/s");
+    report_link(report, pinned, link);
 
     // 1. Allocate once, sized for one chunk, and reuse for every chunk.
     // Pages touched before any copy (a pageable copy into fresh pages would also time the page
@@ -165,10 +154,7 @@ int main(int argc, char** argv) {
         CUDA_CHECK_LAUNCH();
     });
     const double add_bytes = 3.0 * full_elems * sizeof(float);
-    const std::string add_in_l2 = lesson::l2_note(add_bytes, prop);
-    const lesson::StreamBound dram = add_in_l2.empty() ? lesson::measure_stream_bound(prop, 2, 1)
-                                                       : lesson::stream_bound_not_measured(2, 1, add_in_l2);
-    lesson::add_bound(report, dram, int(opt.device));
+    const lesson::StreamBound dram = dram_bound(report, add_bytes, prop, int(opt.device));
 
     // 7. Free.
     CUDA_CHECK(cudaFree(d_a));
@@ -180,45 +166,8 @@ int main(int argc, char** argv) {
                                  total_elems));
     report.cpu_reference_ms(verify_ms, verify::host_threads());  // reference and comparison, all host cores
 
-    // Report. "End-to-end" is the GPU side of the loop: H2D + kernel + D2H of every
-    // chunk. Generating and verifying are host work outside it (shown apart).
-    const double h2d_bytes = 2.0 * total_elems * sizeof(float), d2h_bytes = 1.0 * total_elems * sizeof(float);
-    const double e2e_ms = h2d_ms + kernel_ms + d2h_ms;
-    // Pageable copies do not overlap: H2D time + D2H time at the measured rates, pinned (the
-    // PCIe bound) and pageable (the yardstick: the same copies in a burst, no kernel, no host work).
-    const double bound_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, pinned);
-    const double pageable_ms = lesson::link_bound_ms(h2d_bytes, d2h_bytes, link);
-    const double moved = h2d_bytes + d2h_bytes;
-    report.bound("PCIe bound of the loop's copies (pinned rates)", moved / (bound_ms * 1e6), "GB/s");
-    report.yardstick("pageable copies alone (H2D then D2H)", moved / (pageable_ms * 1e6), "GB/s");
-    report.timing(
-        "each chunk's copies and kernel timed to completion (host clock for the pageable copies, events "
-        "for the kernel), summed over chunks; 'addChunk alone': " +
-        std::string(lesson::kTimingMethod));
-    report.variant_bound("chunk loop end-to-end: H2D + add + D2H", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
-                         moved / (bound_ms * 1e6), "PCIe bound");
-    report.variant_yardstick("chunk loop end-to-end vs pageable copies alone", e2e_ms, moved / (e2e_ms * 1e6), "GB/s",
-                             moved / (pageable_ms * 1e6), "pageable copies");
-    report.variant_yardstick("H2D: cudaMemcpy of A and B (pageable)", h2d_ms, h2d_bytes / (h2d_ms * 1e6), "GB/s",
-                             link.h2d, "pageable burst");
-    report.variant("add: addChunk kernel", kernel_ms, 3.0 * total_elems * sizeof(float) / (kernel_ms * 1e6), "GB/s");
-    report.variant_bound("add: addChunk alone, one full chunk, back to back", add_ms, add_bytes / (add_ms * 1e6),
-                         "GB/s", dram.gbps, "DRAM bound", add_in_l2);
-    report.variant_yardstick("D2H: cudaMemcpy of C (pageable)", d2h_ms, d2h_bytes / (d2h_ms * 1e6), "GB/s", link.d2h,
-                             "pageable burst");
-    report.metric("host: generate A and B", gen_ms, "ms");
-    report.metric("host: verify C", verify_ms, "ms");
-    report.metric("whole loop, host work included", wall_ms, "ms");
-    report.metric("transfers + kernel share of the whole loop", 100.0 * e2e_ms / wall_ms, "%");
-    report.note(
-        "end-to-end = sum over chunks of H2D + kernel + D2H, each timed to completion; generating and "
-        "verifying the chunks happen outside it, on the host");
-
-    char key[128];
-    std::snprintf(key, sizeof key, "chunk loop %.1f GB/s end-to-end, %lld matrices in chunks of %lld",
-                  moved / (e2e_ms * 1e6), (long long)matrices, (long long)chunk);
-    report.key_result(key, pageable_ms / e2e_ms, "pageable copies alone", lesson::Against::Yardstick);
-    report.default_size(cli.at_default_size());
-    report.target("chunk loop vs the pageable copies alone", pageable_ms / e2e_ms, 0.80, "x");
+    // Report: end-to-end (H2D + add + D2H) against the PCIe bound and the pageable copies alone.
+    const LoopTimes times{gen_ms, h2d_ms, kernel_ms, d2h_ms, verify_ms, wall_ms, add_ms, add_bytes};
+    report_loop(report, cli, times, pinned, link, dram.gbps, total_elems, matrices, chunk, prop);
     return report.finish(opt.json);
 }
