@@ -132,7 +132,7 @@ static std::vector<float> pick_rows(const verify::host_vector<float>& O, const P
     return got;
 }
 
-// bf16 P and O: each element carries a rounding of 2^-9 relative, and the fused rungs round the
+// bf16 P and O: each element carries a rounding of up to 2^-8 relative (bf16's unit roundoff), and the fused rungs round the
 // unnormalized probabilities to bf16 before P V. A wrong mask, tile or rescale is off by far more.
 // Against the CPU: verify::compare. A fused rung against rung 4 compares two bf16 results, each with
 // its own error, and the rows of a causal attention differ in size (row i averages i + 1 values):

@@ -138,7 +138,9 @@ __device__ __forceinline__ uint64_t make_desc(const void* tile, uint32_t lbo, ui
     return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo & 0x3FFFF) >> 4) << 16) | (uint64_t((sbo & 0x3FFFF) >> 4) << 32) |
            (uint64_t(1) << 62);
 }
-// wgmma.fence: registers and shared memory written before it are visible to the wgmmas after it.
+// wgmma.fence: register accesses (accumulators, a register A) before it are ordered with the wgmmas
+// after it. It does not order shared memory: operand tiles written by threads need
+// fence.proxy.async.shared::cta and a barrier first; tiles written by TMA need only their mbarrier.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int PENDING>

@@ -4,9 +4,9 @@
 // step a round trip through shared memory plus a __syncthreads() for the whole
 // block. Once 64 values are left, one warp finishes alone: each lane adds a
 // pair, then five shuffles (lane i adds the register of lane i + offset,
-// offset = 16, 8, 4, 2, 1) leave the block's total in lane 0. A warp executes
-// in lockstep and __shfl_down_sync names the lanes taking part (all 32), so no
-// barrier is needed between those steps.
+// offset = 16, 8, 4, 2, 1) leave the block's total in lane 0. No lockstep is
+// assumed: __shfl_down_sync names the lanes taking part (all 32) and waits for
+// each of them, so no barrier is needed between those steps.
 // Before: rung 4 (kernels/4_coarsened.cuh). Next: rung 6
 // (kernels/6_cooperative_groups.cuh), the same warp step with cg::reduce.
 // Run: ./build/bin/reduction --rung=5   (this rung alone, beside CUB; README.md is the handout)

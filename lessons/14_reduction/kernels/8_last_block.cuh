@@ -59,8 +59,8 @@ __global__ void reduceLastBlock(const T* __restrict__ in, Acc* partials, unsigne
     const V* in4 = reinterpret_cast<const V*>(in);
     const size_t n4 = n / 4;
     // Block b reads tiles b, b + G, b + 2G, ... (G blocks) of kUnroll x kThreads vectors; in a
-    // tile, thread t reads vectors t, t + kThreads, ...: the kUnroll loads of a warp fall in one
-    // contiguous stretch of memory, not kUnroll stretches a grid apart (DRAM pages stay open).
+    // tile, thread t reads vectors t, t + kThreads, ...: the kUnroll loads of a block fall in one
+    // contiguous stretch of memory (a warp's are 512-byte pieces kThreads vectors apart), not kUnroll stretches a grid apart (DRAM pages stay open).
     const size_t tile = size_t(kUnroll) * blockDim.x;
     Acc acc[kUnroll] = {};
     for (size_t base = size_t(blockIdx.x) * tile; base < n4; base += size_t(gridDim.x) * tile) {

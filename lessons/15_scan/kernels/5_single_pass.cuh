@@ -3,7 +3,7 @@
 // Before: rung 4 reads and writes the array twice (4n of memory traffic). Here
 // each tile learns the sum of all tiles before it from its predecessors while
 // they run, so the array is read once and written once (2n), in one kernel
-// (Merrill and Garg, "Single-pass Parallel Prefix Scan with Decoupled
+// (Merrill and Garland, "Single-pass Parallel Prefix Scan with Decoupled
 // Look-back", 2016). Every tile keeps one 64-bit status word, flag and value
 // written with one store:
 //   X  nothing published yet
@@ -14,7 +14,8 @@
 // Tiles are handed out by an atomic counter in the order blocks start, so a
 // tile only ever waits for tiles that are already running: no deadlock
 // (README: "The look-back").
-// The tile scan is rung 4's (diff the two files).
+// The tile scan is rung 4's on a smaller tile: 128 threads of 8 vectors against 256 of 4
+// (diff the two files; README: "Why 128 x 32").
 // Next: the application, stream compaction (kernels/compact.cuh).
 // Run: ./build/bin/scan --rung=5   (this rung alone, beside CUB; README.md is the handout)
 #pragma once

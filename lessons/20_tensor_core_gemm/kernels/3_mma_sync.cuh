@@ -10,8 +10,8 @@
 //         - ldmatrix.x4 loads four 8 x 8 matrices per instruction straight into the register
 //           layout of mma.sync.m16n8k16 (.trans for B, which is stored k-rows);
 //         - warp tiling: eight warps of 64 x 32 each hold 4 x 4 m16n8 accumulators (64 floats).
-// Lacks:  mma.sync is a warp instruction with small tiles: on Hopper it runs at about half of the
-//         tensor cores' rate (only wgmma reaches the full rate), and every operand goes through
+// Lacks:  mma.sync is a warp instruction with small tiles: on Hopper it tops out near 2/3 of the
+//         tensor cores' rate (only wgmma reaches the full rate; this rung reaches about half), and every operand goes through
 //         registers (ldmatrix), costing issue slots and register-file bandwidth.
 // Next:   rung 4: Hopper's wgmma reads both operands from shared memory, fed by TMA
 //         (diff kernels/3_mma_sync.cuh kernels/4_wgmma_tma.cuh).
