@@ -8,8 +8,7 @@
 //         the block stores the next tile (loaded from global memory into registers
 //         before the k loop) into the other shared buffer, waits at the one barrier
 //         of the tile, and reads that tile's first fragments; the FFMA of the last
-//         step then hide those reads. A published hand-written SGEMM built this
-//         way measured 100.4% of cuBLAS on an H100 (README.md, "Rung 9").
+//         step then hide those reads.
 // Lacks:  speed: on an H100 it measures slower than rung 7 (README.md, "What to
 //         observe"). Rung 10 grows rung 7 instead.
 // Next:   rung 10 (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh); rung 11 comes
