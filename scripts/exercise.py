@@ -13,7 +13,8 @@ lesson's sources:
 K is the number of the exercise in the handout's Exercises section (a lesson marks
 1 to 3 of its exercises; the others are questions to explore, not code to write).
 An exercise may have several regions (a kernel and its launch, say), in one file or
-in several files of the lesson; all regions of exercise K are replaced together.
+in several files of the lesson; all regions of exercise K are replaced together. The learner's copy
+keeps the markers: check takes the code between them, and nothing else, from the copy.
 An unsolved copy must still build and must FAIL its check: a kernel body left empty
 leaves the poisoned output in place; a host step that returns a value gets a STUB.
 
@@ -21,7 +22,9 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
   exercise.py start LESSON [K] [--planted] [--force] [--out=DIR]
                                           write the learner's copy (exercises/NN_name/)
   exercise.py check LESSON [--solution | --exe=BINARY] [--json=FILE] [--no-sanitize] [--no-speed] [--runs=R]
-                                          build, verify at every size, sanitize, grade speed
+                                          take the code between the copy's markers into a fresh copy
+                                          of the lesson (a copy edited elsewhere is not graded), build,
+                                          verify at every size, sanitize, grade speed
                                           (R runs each of yours and the reference's, alternating;
                                           default 3, or 2 where one timed run takes over 1.5 s)
   exercise.py report DIR                  one table from a folder of check JSON files
@@ -37,6 +40,8 @@ Exit codes: 0 done (check: correct at every size, sanitizers clean), 1 check fai
 on this GPU; the reason is printed).
 """
 import concurrent.futures
+import difflib
+import fnmatch
 import glob
 import hashlib
 import json
@@ -162,6 +167,18 @@ def lint(lessons):
             continue
         ks = sorted({r.k for r in regions})
         count += len(ks)
+        # The reference solutions and the planted answers obey the rules a learner's regions must.
+        for r in regions:
+            with open(r.path, encoding="utf-8") as f:
+                body = f.read().split("\n")[r.begin + 1:r.end]
+            for line, rule, text in region_violations(body, r.begin + 2):
+                problems.append("%s:%d: exercise %d breaks rule '%s': %s" % (os.path.relpath(r.path, ROOT), line, r.k, rule, text))
+        for k in ks:
+            p = os.path.join(LESSONS, lesson, "exercises", "%d.planted" % k)
+            if os.path.exists(p):
+                with open(p, encoding="utf-8") as f:
+                    for line, rule, text in region_violations(f.read().split("\n"), 1):
+                        problems.append("%s:%d: breaks rule '%s': %s" % (os.path.relpath(p, ROOT), line, rule, text))
         if len(ks) > 3:
             problems.append("%s: %d marked exercises (%s); a lesson marks 1 to 3" % (lesson, len(ks), ks))
         items = handout_exercises(lesson)
@@ -177,7 +194,7 @@ def lint(lessons):
 
 
 def starter_text(path, regions, only, planted):
-    """The file with the chosen regions replaced by a TODO (or by the planted wrong answer)."""
+    """The file with the chosen regions' code replaced by a TODO (or by the planted wrong answer)."""
     lines = open(path, encoding="utf-8").read().split("\n")
     out, i = [], 0
     mine = {r.begin: r for r in regions if r.path == path and (only is None or r.k == only)}
@@ -190,13 +207,16 @@ def starter_text(path, regions, only, planted):
         body = lines[r.begin + 1:r.end]
         code = [x for x in body if x.strip() and not HINT.match(x) and not STUB.match(x)]
         ind = re.match(r"^(\s*)", code[0]).group(1) if code else r.indent
+        # The BEGIN and END lines stay: check takes what is between them, and only that.
+        out.append(lines[r.begin])
         if planted is not None:
-            out.append("%s// EXERCISE %d (planted wrong answer, for the grader's own tests)" % (ind, r.k))
+            out.append("%s// Planted wrong answer of exercise %d, for the grader's own tests" % (ind, r.k))
             out += [ind + x if x.strip() else x for x in planted]
         else:
             out.append("%s// TODO (exercise %d): %s" % (ind, r.k, r.task))
             out += ["%s// Hint: %s" % (ind, h) for h in r.hints]
             out += [ind + s for s in r.stubs]
+        out.append(lines[r.end])
         i = r.end + 1
     return "\n".join(out)
 
@@ -242,6 +262,284 @@ def start(lesson, k, planted, force, out_root):
     what = "exercise %d" % k if k is not None else "exercises %s" % ", ".join(map(str, ks))
     print("exercise: wrote %s (%s%s); edit the TODOs, then: scripts/exercise.sh check %s"
           % (os.path.relpath(dest, ROOT), what, ", planted wrong answer" if planted else "", lesson[:2]))
+
+
+# ---- only the marked code is the learner's -------------------------------------------------
+# check grades the lesson itself with the learner's regions spliced in: every line outside the
+# regions (the verification, its tolerances, the timing, the report) comes from lessons/NN_name/.
+# A copy whose text outside the regions differs is not graded, and a region may not reach the
+# harness: the rules below (docs/teaching.md, "What a grade proves").
+COPY_IGNORE = ("exercises", "testdata", "*.svg", "*.pdf")  # not copied by start
+HARNESS_HEADERS = ("report.h", "timer.h", "timeline.h", "ceilings.h", "flags.h", "device.h", "needs.h",
+                   "phases.h", "gpu_class.h")  # common/include/common/: reporting, timing, bounds, flags
+RULES = {
+    "preprocessor": "a region may not hold a preprocessor line (#include, #define, #undef, #pragma, ...; "
+                    "'#pragma unroll' aside): it would reach code outside the region",
+    "verification": "a region may not name the verification (verify::), only its constants (verify::kName)",
+    "harness": "a region may not call the harness: the report, the timers, the bounds, the flags "
+               "(Report, report, time_median_ms, lesson:: names of common/%s)" % ", ".join(HARNESS_HEADERS),
+    "namespace": "a region may not open, alias or import a namespace (using namespace, namespace X = ...)",
+    "fault-injection": "a region may not read or name the fault injection (inject)",
+    "exit": "a region may not end the program (exit, abort, quick_exit, _Exit, std::terminate)",
+    "result-line": "a region may not print a RESULT line (a string holding \"RESULT\")",
+    "braces": "a region may not close the function or block it is in (its braces must balance)",
+}
+
+
+def harness_names():
+    """The names the harness headers declare at namespace level (classes, functions, aliases)."""
+    names = {"Report", "report", "time_median_ms", "time_interleaved_ms"}
+    for h in HARNESS_HEADERS:
+        with open(os.path.join(ROOT, "common", "include", "common", h), encoding="utf-8") as f:
+            for line in f:
+                m = (re.match(r"using\s+(\w+)\s*=", line) or
+                     re.match(r"(?:(?:inline|static|constexpr|__host__|__device__|__forceinline__)\s+)*"
+                              r"(?:struct|class|enum(?:\s+class)?)\s+(\w+)", line) or
+                     (None if re.match(r"(namespace|using|template|return|typedef)\b|[^A-Za-z_]", line) else
+                      re.match(r"[\w:<>,\s*&]*?\b(\w+)\s*\(", line)))
+                if m and m.group(1) not in ("void", "struct", "class", "enum"):
+                    names.add(m.group(1))
+    return names
+
+
+_HARNESS = None
+
+
+def lex(lines):
+    """The region's logical lines (backslash continuations joined) as (first line index, code, strings):
+    code with comments removed and string and character literals emptied, strings their contents."""
+    out, state = [], "code"  # state: "block" inside a /* */ comment, which may span lines
+    joined = []  # (first physical line, text)
+    for n, line in enumerate(lines):
+        if joined and joined[-1][1].endswith("\\"):
+            joined[-1] = (joined[-1][0], joined[-1][1][:-1] + line)
+        else:
+            joined.append((n, line))
+    for first, text in joined:
+        buf, strs, i = [], [], 0
+        while i < len(text):
+            c, two = text[i], text[i:i + 2]
+            if state == "block":
+                if two == "*/":
+                    state, i = "code", i + 2
+                    buf.append(" ")
+                else:
+                    i += 1
+                continue
+            if two == "//":
+                break
+            if two == "/*":
+                state, i = "block", i + 2
+                continue
+            if c in "\"'":
+                j, lit = i + 1, []
+                while j < len(text) and text[j] != c:
+                    if text[j] == "\\" and j + 1 < len(text):
+                        lit.append(text[j:j + 2])
+                        j += 2
+                        continue
+                    lit.append(text[j])
+                    j += 1
+                buf.append(c + c)
+                if c == '"':
+                    strs.append("".join(lit))
+                i = j + 1
+                continue
+            buf.append(c)
+            i += 1
+        out.append((first, "".join(buf), strs))
+    return out
+
+
+def region_violations(lines, first_line):
+    """(line number, rule, text) for each rule of RULES the region's lines break; first_line is the
+    1-based number of lines[0] in its file."""
+    global _HARNESS
+    if _HARNESS is None:
+        _HARNESS = harness_names()
+    found, depth = [], 0
+    logical = lex(lines)
+    for n, code, strs in logical:
+        where = first_line + n
+        hits = []
+        if re.match(r"\s*(#|%:|\?\?=)", code) and not re.match(r"\s*#\s*pragma\s+unroll\b[\s\w()]*$", code):
+            hits.append("preprocessor")
+        if re.search(r"\b_Pragma\s*\(|\b__pragma\s*\(", code):
+            hits.append("preprocessor")
+        if any(not re.fullmatch(r"k[A-Z]\w*", m) for m in re.findall(r"\bverify\s*::\s*(\w+)", code)):
+            hits.append("verification")
+        if re.search(r"\busing\s+namespace\b|\bnamespace\s+\w*\s*[={]", code):
+            hits.append("namespace")
+        qualified = re.findall(r"\blesson\s*::\s*(\w+)", code)
+        bare = re.findall(r"(?<![\w.:>])([A-Za-z_]\w*)", re.sub(r"\blesson\s*::\s*\w+", " ", code))
+        if any(x in _HARNESS for x in qualified) or any(x in _HARNESS for x in bare):
+            hits.append("harness")
+        if re.search(r"inject", code, re.I) or any(re.search(r"inject", s, re.I) for s in strs):
+            hits.append("fault-injection")
+        if re.search(r"\b(exit|_Exit|quick_exit|abort|terminate)\s*\(", code):
+            hits.append("exit")
+        if "RESULT" in "".join(strs):  # "RES" "ULT" is one string to the compiler
+            hits.append("result-line")
+        for c in code:
+            depth += (c == "{") - (c == "}")
+            if depth < 0 and "braces" not in hits:
+                hits.append("braces")
+                depth = 0
+        text = lines[n].strip()
+        found += [(where, rule, text) for rule in dict.fromkeys(hits)]
+    if depth > 0:
+        found.append((first_line + len(lines) - 1, "braces", "%d brace(s) left open at the end of the region" % depth))
+    return found
+
+
+def outside_parts(lines, regions):
+    """The file's text outside its regions as a list of (first line index, lines): the BEGIN and END
+    marker lines belong to it; and the region bodies as a list of lines each."""
+    parts, bodies, at = [], [], 0
+    for r in regions:
+        parts.append((at, lines[at:r.begin + 1]))
+        bodies.append(lines[r.begin + 1:r.end])
+        at = r.end
+    parts.append((at, lines[at:]))
+    return parts, bodies
+
+
+def lesson_sources(folder):
+    """The lesson's source files, relative to folder, as start copies them."""
+    out = []
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in COPY_IGNORE)
+        out += [os.path.relpath(os.path.join(base, f), folder) for f in sorted(files) if f.endswith(SOURCES)]
+    return sorted(out)
+
+
+def splice(pristine_dir, copy_dir):
+    """The lesson in pristine_dir with the regions of copy_dir: ({relative path: text} of every source
+    file whose text is the spliced one, problems). problems: dicts with "file", "kind" (outside,
+    markers, missing, rule) and what and where; no files are returned when there are any."""
+    problems, texts = [], {}
+    for rel in lesson_sources(pristine_dir):
+        mine_path = os.path.join(copy_dir, rel)
+        p_path = os.path.join(pristine_dir, rel)
+        with open(p_path, encoding="utf-8") as f:
+            p_lines = f.read().split("\n")
+        if not os.path.exists(mine_path):
+            problems.append({"file": rel, "kind": "missing", "what": "the lesson's file is missing from the copy"})
+            continue
+        with open(mine_path, encoding="utf-8", errors="replace") as f:
+            m_lines = f.read().split("\n")
+        p_regions = parse(p_path)
+        try:
+            m_regions = parse(mine_path)
+        except ValueError as e:
+            problems.append({"file": rel, "kind": "markers", "what": str(e).split(": ", 1)[-1],
+                             "lines": [int(re.search(r":(\d+):", str(e)).group(1))] if re.search(r":(\d+):", str(e)) else []})
+            continue
+        if [r.k for r in p_regions] != [r.k for r in m_regions]:
+            problems.append({"file": rel, "kind": "markers", "lines": [r.begin + 1 for r in m_regions],
+                             "what": "the copy marks exercises %s, the lesson %s: keep every "
+                                     "'// EXERCISE K BEGIN' and '// EXERCISE K END' line of the lesson"
+                                     % ([r.k for r in m_regions], [r.k for r in p_regions])})
+            continue
+        p_parts, _ = outside_parts(p_lines, p_regions)
+        m_parts, m_bodies = outside_parts(m_lines, m_regions)
+        for (pa, pl), (ma, ml) in zip(p_parts, m_parts):
+            sm = difflib.SequenceMatcher(None, [x.rstrip() for x in pl], [x.rstrip() for x in ml], autojunk=False)
+            for op, i1, i2, j1, j2 in sm.get_opcodes():
+                if op == "equal":
+                    continue
+                problems.append({"file": rel, "kind": "outside",
+                                 "lines": list(range(ma + j1 + 1, ma + j2 + 1)),
+                                 "lesson_lines": list(range(pa + i1 + 1, pa + i2 + 1)),
+                                 "what": {"replace": "changed", "delete": "removed", "insert": "added"}[op]})
+        for r, body in zip(m_regions, m_bodies):
+            for line, rule, text in region_violations(body, r.begin + 2):
+                problems.append({"file": rel, "kind": "rule", "rule": rule, "exercise": r.k, "lines": [line],
+                                 "what": text})
+        out = list(p_parts[0][1])
+        for body, (_, part) in zip(m_bodies, p_parts[1:]):
+            out += body + part
+        texts[rel] = "\n".join(out)
+    return ({} if problems else texts), problems
+
+
+def describe(problem):
+    """One line for one problem of splice()."""
+    p = problem
+    lines = p.get("lines") or []
+    span = ("%d" % lines[0] if len(lines) == 1 else "%d-%d" % (lines[0], lines[-1])) if lines else ""
+    where = p["file"] + (":" + span if span else "")
+    if p["kind"] == "outside":
+        ll = p["lesson_lines"]
+        at = ("the lesson's line %d" % ll[0] if len(ll) == 1 else "the lesson's lines %d-%d" % (ll[0], ll[-1])) \
+            if ll else "after the lesson's line %d" % (lines[0] - 1 if lines else 0)
+        return "%s: %s outside the exercise regions (%s)" % (where, p["what"], at)
+    if p["kind"] == "rule":
+        return "%s: exercise %d breaks rule '%s': %s: %s" % (where, p["exercise"], p["rule"], RULES[p["rule"]], p["what"])
+    return "%s: %s" % (where, p["what"])
+
+
+def write_tree(pristine_dir, texts, dest):
+    """dest/: the lesson as start copies it, with texts (relative path: text) in place of its files.
+    A file whose text is already there is left alone (its time too: an unchanged copy does not
+    rebuild); files the lesson does not have are removed."""
+    want = {}
+    for base, dirs, files in os.walk(pristine_dir):
+        dirs[:] = [d for d in dirs if d not in COPY_IGNORE]
+        for f in files:
+            if not any(fnmatch.fnmatch(f, pat) for pat in COPY_IGNORE):
+                rel = os.path.relpath(os.path.join(base, f), pristine_dir)
+                want[rel] = os.path.join(base, f)
+    for base, _, files in os.walk(dest):
+        for f in files:
+            rel = os.path.relpath(os.path.join(base, f), dest)
+            if rel not in want:
+                os.remove(os.path.join(base, f))
+    for rel, src in want.items():
+        if rel in texts:
+            data = texts[rel].encode("utf-8")
+        else:
+            with open(src, "rb") as f:
+                data = f.read()
+        out = os.path.join(dest, rel)
+        if os.path.exists(out):
+            with open(out, "rb") as f:
+                if f.read() == data:
+                    continue
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "wb") as f:
+            f.write(data)
+
+
+def splice_copy(lesson, copy_dir, dest, json_path):
+    """check's first step for a learner's copy: the lesson with the copy's regions, written to dest;
+    a copy with edits outside the regions, or a region that breaks a rule, is not graded (exit 1)."""
+    pristine = os.path.join(LESSONS, lesson)
+    texts, problems = splice(pristine, copy_dir)
+    extra = sorted(set(lesson_sources(copy_dir)) - set(lesson_sources(pristine)))
+    if problems:
+        outside = [p for p in problems if p["kind"] != "rule"]
+        rules = [p for p in problems if p["kind"] == "rule"]
+        print("exercise: not graded (only the code between '// EXERCISE K BEGIN' and '// EXERCISE K END' is yours):")
+        for p in problems:
+            print("  " + describe(p))
+        why = []
+        if outside:
+            why.append("the copy differs from the lesson outside the exercise regions: undo those edits "
+                       "(or start a fresh copy with 'scripts/exercise.sh start %s --force' and move your code "
+                       "between its markers)" % lesson[:2])
+        if rules:
+            why.append("a region breaks the rules: %s" % ", ".join(sorted({p["rule"] for p in rules})))
+        print("exercise: FAIL (not graded): " + "; ".join(why))
+        write_report(json_path, {"lesson": lesson, "solution": False, "result": "FAIL", "grade": None,
+                                 "why": "not graded: " + "; ".join(why),
+                                 "not_graded": [dict(p, message=describe(p)) for p in problems],
+                                 "date": time.strftime("%Y-%m-%d %H:%M:%S")})
+        sys.exit(1)
+    for rel in extra:
+        print("exercise: note: %s is not a file of the lesson: it is not built" % rel)
+    write_tree(pristine, texts, dest)
+    return texts
 
 
 # ---- check -------------------------------------------------------------------------------
@@ -343,6 +641,12 @@ def sanitizer_run(tool, cmd, log, timeout=900):
     return p.returncode == 0, rc, summary, time.time() - t
 
 
+def sanitizer_found(summary):
+    """True when the tool's summary counts an error or a hazard ("ERROR SUMMARY: 3 errors")."""
+    m = re.search(r"SUMMARY: (\d+)", summary or "")
+    return bool(m and int(m.group(1)) > 0)
+
+
 def build_programs(lesson, exe, solution, exe_path, json_path):
     """Step 1: build the reference (and the learner's copy); exits 77 without a GPU, 1 when the copy
     does not build. The programs to check, their log folder and the sources the copy was built from."""
@@ -353,8 +657,14 @@ def build_programs(lesson, exe, solution, exe_path, json_path):
     if not solution and not exe_path and not os.path.exists(os.path.join(ex_root, lesson, "main.cu")):
         die("no learner copy at %s: start one with 'scripts/exercise.sh start %s'"
             % (os.path.relpath(os.path.join(ex_root, lesson), ROOT), lesson[:2]))
+    # Only the marked code is the learner's: the copy's regions go into a fresh copy of the lesson,
+    # which is what is built and checked (refused, exit 1, where the copy differs outside them).
+    spliced_root = os.path.join(ref_build, "exercises-src")
+    if not solution and not exe_path:
+        splice_copy(lesson, os.path.join(ex_root, lesson), os.path.join(spliced_root, lesson), json_path)
     print("exercise: building the reference solution (%s) and %s" % (
-        ref_build, "nothing else (--solution)" if solution else ("nothing else (--exe)" if exe_path else "your copy (%s)" % mine_build)))
+        ref_build, "nothing else (--solution)" if solution else ("nothing else (--exe)" if exe_path else
+                                                                 "your regions in the lesson (%s)" % mine_build)))
     if not build(ref_build, exe, []):
         die("the reference solution did not build", 1)
     if subprocess.run([os.path.join(ref_build, "bin", "gpu_check")], capture_output=True).returncode == 77:
@@ -366,7 +676,7 @@ def build_programs(lesson, exe, solution, exe_path, json_path):
     elif exe_path:
         mine_exe = os.path.abspath(exe_path)
     else:
-        if not build(mine_build, exe, ["-DLESSON_EXERCISES_DIR=" + os.path.abspath(ex_root)]):
+        if not build(mine_build, exe, ["-DLESSON_EXERCISES_DIR=" + spliced_root]):
             print("exercise: FAIL: your copy does not build (the compiler's messages are above)")
             write_report(json_path, {"lesson": lesson, "result": "FAIL", "why": "does not build"})
             sys.exit(1)
@@ -377,7 +687,7 @@ def build_programs(lesson, exe, solution, exe_path, json_path):
     logs = os.path.join(ref_build, "exercise-logs", lesson, who)
     os.makedirs(logs, exist_ok=True)
     # The sources of the code checked (None for --exe: unknown).
-    src = os.path.join(ROOT, "lessons", lesson) if solution else (None if exe_path else os.path.join(ex_root, lesson))
+    src = os.path.join(ROOT, "lessons", lesson) if solution else (None if exe_path else os.path.join(spliced_root, lesson))
     return ref_exe, mine_exe, logs, src
 
 
@@ -447,9 +757,20 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
         else:
             clean, rc, summary, secs = done[tag]
             ok &= clean
-            rep["sanitizers"].append({"tool": tag, "clean": clean, "exit": rc, "summary": summary or "none",
-                                      "args": " ".join(["--quick"] + focus), "seconds": round(secs, 1)})
-            print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (summary or "rc %d" % rc, log)))
+            entry = {"tool": tag, "clean": clean, "exit": rc, "summary": summary or "none",
+                     "args": " ".join(["--quick"] + focus), "seconds": round(secs, 1)}
+            # Decided once the sizes and the focus run have finished too: where the program failed its
+            # own check (here, exit 1 with no error found, or at the same --quick run), the tool's
+            # "0 errors" is no verdict, and a FAIL beside it would blame the sanitizer.
+            program_failed = rc not in (0, 99) or focus_rc not in (0, 77)
+            if not clean and program_failed and not sanitizer_found(summary):
+                entry["verdict"] = "not run: the program failed"
+                print("  compute-sanitizer %-10s not run: the program failed (exit %d%s; no verdict; log %s)"
+                      % (tag + ":", rc, ", and at %s" % focus_label if focus_rc not in (0, 77) else "", log))
+            else:
+                entry["verdict"] = "clean" if clean else "errors"
+                print("  compute-sanitizer %-10s %s" % (tag + ":", "clean (%.1f s)" % secs if clean else "FAIL (%s; log %s)" % (summary or "rc %d" % rc, log)))
+            rep["sanitizers"].append(entry)
     for why in rep.get("not_run", []):
         print("  compute-sanitizer %s" % why.replace(": ", ": not run: ", 1))
     # The focus run of step 0 is a correctness check too (after the sizes: checks[0] stays the default size).
@@ -645,7 +966,10 @@ def report_table(folder):
         not_here = len(r.get("checks", [])) - len(checks)
         sizes = ("%d/%d" % (sum(c["pass"] for c in checks), len(checks)) +
                  (" (%d not applicable)" % not_here if not_here else "")) if checks else r.get("why", "-")
-        san = "clean" if r.get("sanitizers") and all(s["clean"] for s in r["sanitizers"]) else ("-" if not r.get("sanitizers") else "errors")
+        sans = r.get("sanitizers") or []
+        san = "-" if not sans else "clean" if all(s["clean"] for s in sans) else \
+            "errors" if any(not s["clean"] and s.get("verdict") != "not run: the program failed" for s in sans) else \
+            "not run: the program failed"
         speed = r.get("speed") or []
         ofref = min((g["of_reference"] for g in speed), default=None)
         ofb = [g["of_bound"] for g in speed if g.get("of_bound") is not None]

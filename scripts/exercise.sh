@@ -3,7 +3,9 @@
 #
 #   scripts/exercise.sh start NN [K]      your copy of lesson NN in exercises/NN_name/, the marked
 #                                         code replaced by TODOs (all exercises, or only K)
-#   scripts/exercise.sh check NN          build your copy, verify it at the default size and the
+#   scripts/exercise.sh check NN          put the code between your copy's EXERCISE markers into a
+#                                         fresh copy of the lesson (a copy edited outside them is not
+#                                         graded), build it, verify it at the default size and the
 #                                         awkward ones, run memcheck (and racecheck where the code has
 #                                         __shared__ memory), grade its speed against the reference
 #                                         solution in the same run
