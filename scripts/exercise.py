@@ -22,11 +22,14 @@ leaves the poisoned output in place; a host step that returns a value gets a STU
   exercise.py start LESSON [K] [--planted] [--force] [--out=DIR]
                                           write the learner's copy (exercises/NN_name/)
   exercise.py check LESSON [--solution | --exe=BINARY] [--json=FILE] [--no-sanitize] [--no-speed] [--runs=R]
+                          [--instructor=FILE]
                                           take the code between the copy's markers into a fresh copy
                                           of the lesson (a copy edited elsewhere is not graded), build,
                                           verify at every size, sanitize, grade speed
                                           (R runs each of yours and the reference's, alternating;
-                                          default 3, or 2 where one timed run takes over 1.5 s)
+                                          default 3, or 2 where one timed run takes over 1.5 s);
+                                          FILE: the instructor's own sizes and seeds, checked too
+                                          (lines 'NN: <flags>', '#' comments; see read_instructor)
   exercise.py report DIR                  one table from a folder of check JSON files
   exercise.py list                        every exercise of the course, one line each
   exercise.py table                       every exercise as a Markdown table (docs/teaching.md), with
@@ -59,6 +62,7 @@ import lessons  # scripts/lessons.py: each lesson's manifest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LESSONS = os.path.join(ROOT, "lessons")
 SANITIZE_SH = os.path.join(ROOT, "scripts", "sanitize.sh")  # one compute-sanitizer tool on one run
+SANITIZERS = ("memcheck", "racecheck")  # check's compute-sanitizer tools
 SOURCES = (".cu", ".cuh", ".h", ".cpp")
 BEGIN = re.compile(r"^(\s*)//\s*EXERCISE\s+(\S+)\s+BEGIN(?::\s*(.*))?$")
 END = re.compile(r"^\s*//\s*EXERCISE\s+(\S+)\s+END\s*$")
@@ -542,6 +546,55 @@ def splice_copy(lesson, copy_dir, dest, json_path):
     return texts
 
 
+# ---- the instructor's sizes ----------------------------------------------------------------
+# A learner sees the default size and the manifest's "awkward" ones, so a copy can be tuned to
+# them (a size hard-coded, a branch on n). The instructor keeps a file of other sizes and seeds,
+# never handed out; check --instructor=FILE runs each of its lines for the lesson checked as one
+# more correctness check. The printed output numbers them ("instructor size 1"); the JSON keeps
+# the flags, for the instructor.
+INSTRUCTOR_LINE = re.compile(r"^\s*([^\s:#]+)\s*:(.*)$")
+INSTRUCTOR_REFUSED = ("--json", "--repeat", "--inject-fault", "--help")  # set by the grader, or no check
+
+
+def read_instructor(path, lesson):
+    """The runs of the instructor file at path for lesson: [(line number, [flags])]. Each line is
+    'LESSON: FLAGS' (LESSON a number, a folder or an executable name; FLAGS as on the lesson's command
+    line, at least one); '#' starts a comment; blank lines are skipped; lines of other lessons are
+    checked and left out. A file that cannot be read, a line that does not parse, an unknown lesson
+    or a flag the grader sets itself: exit 2, naming the line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        die("--instructor=%s: cannot read the file: %s" % (path, e.strerror if isinstance(e, OSError) else e))
+    runs = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.split("#", 1)[0].strip():
+            continue
+        where = "--instructor=%s:%d" % (path, n)
+        m = INSTRUCTOR_LINE.match(line)
+        if not m:
+            die("%s: not 'LESSON: FLAGS' (for example '00: --n=999983 --seed=7')" % where)
+        name = lessons.find(m.group(1))
+        if name is None:
+            die("%s: no lesson '%s'" % (where, m.group(1)))
+        try:
+            flags = shlex.split(m.group(2), comments=True)
+        except ValueError as e:
+            die("%s: %s" % (where, e))
+        if not flags:
+            die("%s: no flags for lesson %s" % (where, name))
+        for a in flags:
+            if not a.startswith("-"):
+                die("%s: '%s' is not a flag (flags start with '-')" % (where, a))
+            if a.split("=", 1)[0] in INSTRUCTOR_REFUSED:
+                die("%s: %s is set by the grader (each run is --repeat=1, no --json) or defeats the check"
+                    % (where, a.split("=", 1)[0]))
+        if name == lesson:
+            runs.append((n, flags))
+    return runs
+
+
 # ---- check -------------------------------------------------------------------------------
 
 def gpu_state():
@@ -691,9 +744,11 @@ def build_programs(lesson, exe, solution, exe_path, json_path):
     return ref_exe, mine_exe, logs, src
 
 
-def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path):
+def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path, instructor=None):
     """Step 2: the exercise's part at --quick size first (exits 77 where it cannot run on this GPU),
-    then every size and the sanitizers, into rep["checks"] and rep["sanitizers"]. True when all pass."""
+    then every size (and the instructor's: (file, [(line, flags)])) and the sanitizers, into
+    rep["checks"] and rep["sanitizers"]. True when all pass; exits 2 where the lesson rejects an
+    instructor line's flags."""
     focus = shlex.split(cm["focus"])
     # 0. The part of the lesson the exercises change, at --quick size, first: where it cannot run
     #    on this GPU (a rung that needs a newer GPU, more shared memory, an sm_90a image), the
@@ -719,10 +774,14 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
     for i, a in enumerate(cm["awkward"], 1):
         jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
+    hidden = {}  # tag: (k, line of the instructor file, flags); their labels do not show the flags
+    for k, (n, flags) in enumerate(instructor[1] if instructor else [], 1):
+        hidden["instructor%d" % k] = (k, n, flags)
+        jobs.append(("instructor%d" % k, [mine_exe] + flags + ["--repeat=1"], "instructor size %d" % k))
     # racecheck finds hazards on shared memory only. Where the code checked declares none, it would
     # check only library kernels (cuBLAS, cuFFT), none of them the exercise: it is not run, and the
     # report says so. A copy that adds a __shared__ array is racechecked. (--exe: always run.)
-    tools = ["memcheck", "racecheck"]
+    tools = list(SANITIZERS)
     if sanitize and src and not uses_shared_memory(src):
         tools.remove("racecheck")
         rep["not_run"] = ["racecheck: the code checked declares no __shared__ memory, the only memory racecheck watches"]
@@ -733,27 +792,36 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
     if not timed_args:  # the default-size run is your first timed run: alone on the GPU
         done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
-        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) if tag.startswith("size") else
+        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) if tag not in SANITIZERS else
                    pool.submit(sanitizer_run, tag, cmd, os.path.join(logs, tag + ".log"))
                    for tag, cmd, _ in jobs if tag not in done}
         for tag, f in futures.items():
             done[tag] = f.result()
+    # An instructor line the lesson refuses (exit 2, bad input) is a mistake in the file, not the learner's.
+    rejected = [(hidden[t][1], result_line(os.path.join(logs, t + ".log"))) for t in hidden if done[t][0] == 2]
+    if rejected:
+        die("--instructor=%s: the lesson rejects the flags of %s" % (instructor[0], "; ".join(
+            "line %d (exit 2: %s)" % r for r in rejected)))
     ok = True
     for tag, cmd, label in jobs:
         log = os.path.join(logs, tag + ".log")
-        if tag.startswith("size"):
+        if tag not in SANITIZERS:
             rc, secs = done[tag]
             line = result_line(log)
+            extra = {"instructor": {"line": hidden[tag][1], "args": " ".join(hidden[tag][2])}} if tag in hidden else {}
             if rc == 77:  # this size needs what this GPU lacks (the focus run above did run): no verdict
                 why = skip_reason(log)
-                rep["checks"].append({"size": label, "pass": True, "exit": rc, "result": line,
-                                      "not_applicable": why, "seconds": round(secs, 1)})
+                rep["checks"].append(dict({"size": label, "pass": True, "exit": rc, "result": line,
+                                           "not_applicable": why, "seconds": round(secs, 1)}, **extra))
                 print("  correctness, %-34s not applicable on this GPU (%s)" % (label + ":", why))
                 continue
             passed = rc == 0
             ok &= passed
-            rep["checks"].append({"size": label, "pass": passed, "exit": rc, "result": line, "seconds": round(secs, 1)})
-            print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", line if not passed else "%.1f s" % secs))
+            rep["checks"].append(dict({"size": label, "pass": passed, "exit": rc, "result": line,
+                                       "seconds": round(secs, 1)}, **extra))
+            # The lesson's RESULT line of a failed instructor size may show the size (an index): the log has it.
+            why = "%.1f s" % secs if passed else ("exit %d; log %s" % (rc, log) if tag in hidden else line)
+            print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", why))
         else:
             clean, rc, summary, secs = done[tag]
             ok &= clean
@@ -887,15 +955,22 @@ def grade(rep, m, timed_args):
                  before.get("sm_clock_mhz", "?"), after.get("sm_clock_mhz", "?"), before.get("temperature_c", "?"), after.get("temperature_c", "?")))
 
 
-def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True):
-    """build, correctness, speed, grade: the report in json_path; exits 0, 1 or 77 (see the usage)."""
+def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True, instructor=None):
+    """build, correctness, speed, grade: the report in json_path; exits 0, 1 or 77 (see the usage).
+    instructor: (file, its runs for this lesson) of --instructor=FILE, or None."""
     cm = lessons.manifest(lesson)
     t0 = time.time()
     ref_exe, mine_exe, logs, src = build_programs(lesson, cm["executable"], solution, exe_path, json_path)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if instructor:
+        with open(instructor[0], "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        rep["instructor"] = {"file": os.path.abspath(instructor[0]), "sha256": digest, "sizes": len(instructor[1])}
+        if not instructor[1]:
+            print("exercise: note: --instructor=%s has no line for lesson %s" % (instructor[0], lesson))
     timed_args = shlex.split(cm["grade_size"]) + shlex.split(cm["focus"])  # the timed runs' size and focus
 
-    ok = correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path)
+    ok = correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_path, instructor)
     rep["result"] = "PASS" if ok else "FAIL"
     not_here = sum(1 for c in rep["checks"] if c.get("not_applicable"))
     every_size = "every size" + (" that runs on this GPU (%d not applicable)" % not_here if not_here else "")
@@ -1072,7 +1147,7 @@ def main(argv):
     flags = {a.split("=", 1)[0]: (a.split("=", 1)[1] if "=" in a else True) for a in rest if a.startswith("--")}
     pos = [a for a in rest if not a.startswith("--")]
     allowed = {"lint": set(), "list": set(), "table": set(), "report": set(), "grades": set(), "start": {"--planted", "--force", "--out"},
-               "check": {"--solution", "--json", "--no-sanitize", "--runs", "--exe", "--no-speed"}}
+               "check": {"--solution", "--json", "--no-sanitize", "--runs", "--exe", "--no-speed", "--instructor"}}
     if cmd not in allowed:
         die("unknown command '%s'; commands: start, check, report, grades, lint, list, table (see --help)" % cmd)
     for f in flags:
@@ -1110,7 +1185,7 @@ def main(argv):
         start(lesson, k, bool(flags.get("--planted")), bool(flags.get("--force")), os.path.abspath(out))
     elif cmd == "check":
         if len(pos) != 1:
-            die("usage: check LESSON [--solution] [--json=FILE] [--no-sanitize] [--runs=R]")
+            die("usage: check LESSON [--solution] [--json=FILE] [--no-sanitize] [--runs=R] [--instructor=FILE]")
         lesson = find_lesson(pos[0])
         runs = flags.get("--runs")
         if runs is not None and (runs is True or not re.fullmatch(r"[1-9]", str(runs))):
@@ -1125,8 +1200,11 @@ def main(argv):
             die("--exe=%s: not an executable file" % exe)
         if exe and flags.get("--solution"):
             die("--exe and --solution do not combine")
+        inst = flags.get("--instructor")
+        if inst is True or inst == "":
+            die("--instructor needs a file (lines 'NN: <flags>')")
         check(lesson, bool(flags.get("--solution")), jp, not flags.get("--no-sanitize"), int(runs) if runs else None,
-              exe, not flags.get("--no-speed"))
+              exe, not flags.get("--no-speed"), (inst, read_instructor(inst, lesson)) if inst else None)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@
 #                                         __shared__ memory), grade its speed against the reference
 #                                         solution in the same run
 #   scripts/exercise.sh check NN --solution --json=FILE    the same for the reference solution
+#   scripts/exercise.sh check NN --instructor=FILE         also every size and seed FILE lists for
+#                                         lesson NN (lines 'NN: <flags>', '#' comments), which the
+#                                         learner's copy does not show: printed as "instructor size K"
 #   scripts/exercise.sh report DIR        one table from a folder of check --json files
 #   scripts/exercise.sh grades DIR FILE   the reference's grades in DIR as one summary (docs/results/grades/)
 #   scripts/exercise.sh list | lint       every exercise; check the markers
