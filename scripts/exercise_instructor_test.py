@@ -19,7 +19,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import lessons  # noqa: E402
-from exercise_splice_test import FAKE_SANITIZER  # noqa: E402
+from exercise_splice_test import fake_build  # noqa: E402
 
 EX = [sys.executable, os.path.join(HERE, "exercise.py")]
 fails = []
@@ -146,20 +146,8 @@ def main():
     tmp = tempfile.mkdtemp()
     try:
         parsing(tmp)
-        src, b = os.path.join(tmp, "fake-src"), os.path.join(tmp, "fake-build")
-        os.makedirs(src)
-        os.makedirs(os.path.join(b, "bin"))
-        exe = lessons.manifest("00_vector_add")["executable"]
-        write(os.path.join(src, "CMakeLists.txt"), "cmake_minimum_required(VERSION 3.20)\nproject(fake NONE)\n"
-              "add_custom_target(%s)\nadd_custom_target(gpu_check)\n" % exe)
-        subprocess.run(["cmake", "-S", src, "-B", b], check=True, capture_output=True)
-        write(os.path.join(b, "bin", "gpu_check"), '#!/bin/sh\necho "GPU 0: fake"\n', 0o755)
-        write(os.path.join(b, "bin", exe), FAKE_LESSON, 0o755)
-        tools = os.path.join(tmp, "fake-tools")
-        os.makedirs(tools)
-        write(os.path.join(tools, "compute-sanitizer"), FAKE_SANITIZER, 0o755)
-        env = dict(os.environ, BUILD_DIR=b, PATH=tools + os.pathsep + os.environ["PATH"],
-                   FAKE_EXE=os.path.join(b, "bin", exe), FAKE_ARGS=os.path.join(tmp, "args.log"))
+        _, exe_path, env = fake_build(tmp, FAKE_LESSON)
+        env.update(FAKE_EXE=exe_path, FAKE_ARGS=os.path.join(tmp, "args.log"))
         bad_files(tmp, env)
         runs(tmp, env)
     finally:

@@ -231,30 +231,37 @@ echo "RESULT: PASS"
 '''
 
 
+def fake_build(tmp, lesson_script):
+    """A build folder whose lesson 00 is LESSON_SCRIPT and whose compute-sanitizer is
+    FAKE_SANITIZER: (build folder, path of the lesson, environment that finds both)."""
+    src, b = os.path.join(tmp, "fake-src"), os.path.join(tmp, "fake-build")
+    exe = lessons.manifest("00_vector_add")["executable"]
+    os.makedirs(src)
+    os.makedirs(os.path.join(b, "bin"))
+    write(os.path.join(src, "CMakeLists.txt"), "cmake_minimum_required(VERSION 3.20)\nproject(fake NONE)\n"
+          "add_custom_target(%s)\nadd_custom_target(gpu_check)\n" % exe)
+    subprocess.run(["cmake", "-S", src, "-B", b], check=True, capture_output=True)
+    tools = os.path.join(tmp, "fake-tools")
+    os.makedirs(tools)
+    for path, text in ((os.path.join(b, "bin", "gpu_check"), '#!/bin/sh\necho "GPU 0: fake"\n'),
+                       (os.path.join(b, "bin", exe), lesson_script),
+                       (os.path.join(tools, "compute-sanitizer"), FAKE_SANITIZER)):
+        write(path, text)
+        os.chmod(path, 0o755)
+    env = dict(os.environ, BUILD_DIR=b, PATH=tools + os.pathsep + os.environ["PATH"])
+    return b, os.path.join(b, "bin", exe), env
+
+
 def sanitizer_lines(tmp):
     if not shutil.which("cmake"):
         fail("the sanitizer messages need cmake (the fake build)")
         return
-    src, b = os.path.join(tmp, "fake-src"), os.path.join(tmp, "fake-build")
-    os.makedirs(src)
-    os.makedirs(os.path.join(b, "bin"))
-    write(os.path.join(src, "CMakeLists.txt"), "cmake_minimum_required(VERSION 3.20)\nproject(fake NONE)\n"
-          "add_custom_target(vector_add)\nadd_custom_target(gpu_check)\n")
-    subprocess.run(["cmake", "-S", src, "-B", b], check=True, capture_output=True)
-    exe = lessons.manifest("00_vector_add")["executable"]
-    for name, text in (("gpu_check", '#!/bin/sh\necho "GPU 0: fake"\n'), (exe, FAKE_LESSON)):
-        write(os.path.join(b, "bin", name), text)
-        os.chmod(os.path.join(b, "bin", name), 0o755)
-    tools = os.path.join(tmp, "fake-tools")
-    os.makedirs(tools)
-    write(os.path.join(tools, "compute-sanitizer"), FAKE_SANITIZER)
-    os.chmod(os.path.join(tools, "compute-sanitizer"), 0o755)
-    base = dict(os.environ, BUILD_DIR=b, PATH=tools + os.pathsep + os.environ["PATH"])
+    b, exe_path, base = fake_build(tmp, FAKE_LESSON)
 
     def run(fake, errors):
         js = os.path.join(tmp, "san.json")
         env = dict(base, FAKE=fake, FAKE_SAN_ERRORS=str(errors))
-        p = subprocess.run(EX + ["check", "00", "--exe=" + os.path.join(b, "bin", exe), "--no-speed", "--json=" + js],
+        p = subprocess.run(EX + ["check", "00", "--exe=" + exe_path, "--no-speed", "--json=" + js],
                            capture_output=True, text=True, env=env)
         return p.returncode, p.stdout + p.stderr, json.load(open(js))
 
