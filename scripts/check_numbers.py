@@ -75,8 +75,6 @@ def summary(path):
 
 def generated(name, paths):
     """The lines `scripts/results.py lesson name paths...` prints."""
-    for p in paths:
-        summary(p)
     summaries = [summary(p) for p in paths] if paths else results.summaries_from([])
     return results.lesson_tables(name, summaries, paths).split("\n")
 
@@ -111,12 +109,12 @@ def check_blocks(rel, lines, write):
     return errors, text
 
 
-def block_error(rel, i, have, want, fix="run scripts/check_numbers.py --write"):
+def block_error(rel, i, have, want):
     for k, (h, w) in enumerate(zip(have + [None] * len(want), want + [None] * len(have))):
         if h != w:
             return ("%s:%d: the generated block of line %d is not what its command prints now "
-                    "(%s):\n  handout: %s\n  command: %s"
-                    % (rel, i + 2 + k, i + 1, fix, "(end of block)" if h is None else h,
+                    "(run scripts/check_numbers.py --write):\n  handout: %s\n  command: %s"
+                    % (rel, i + 2 + k, i + 1, "(end of block)" if h is None else h,
                        "(end of block)" if w is None else w))
     return "%s:%d: the generated block differs" % (rel, i + 1)
 
