@@ -2,7 +2,7 @@
 """scripts/check_numbers.py - the numbers of the handouts against the committed runs (CTest
 handout_numbers).
 
-usage: scripts/check_numbers.py [--write] [FILE.md ...]
+usage: scripts/check_numbers.py [--write] [--write-values] [FILE.md ...]
        (default: README.md and lessons/*/README.md; run from anywhere)
 
 Two kinds of numbers are checked.
@@ -30,6 +30,9 @@ handout's own lesson; KIND and NAME are as the summary (scripts/results.py colle
 The check fails when the number printed, read at the precision it is printed with (0.99: two
 decimals), is not the expression's value rounded to that precision; the message names the
 file:line, the value and the number printed. A percentage is written as `... fraction * 100`.
+--write-values prints each marked number again from its expression, at the precision it had
+(after new runs replace the summaries): then read the sentences around the numbers that
+changed, which the tool cannot judge.
 
 Exit codes: 0 all match (or --write done), 1 a block or a number differs, 2 bad usage or a
 marker that cannot be read.
@@ -250,8 +253,20 @@ class Expr:
         return float(value), ["%s = %g (%s %s)" % (label, value, path, lesson)]
 
 
-def check_values(rel, text):
-    errors, count = [], 0
+def printed_like(value, printed, decimals):
+    """value at the precision of `printed`, with its thousands separators if it had them."""
+    out = "%.*f" % (decimals, value)
+    if "," in printed:
+        whole, _, frac = out.partition(".")
+        sign = "-" if whole.startswith("-") else ""
+        out = sign + "{:,}".format(int(whole.lstrip("-"))) + ("." + frac if frac else "")
+    return out
+
+
+def check_values(rel, text, write=False):
+    """Errors of the marked numbers of one file and how many there are; with write, the
+    errors are fixed in the returned text instead (the third item)."""
+    errors, count, edits = [], 0, []
     runs = {}
     for m in RUN.finditer(text):
         if m.group(1) in runs and runs[m.group(1)] != m.group(2):
@@ -275,9 +290,14 @@ def check_values(rel, text):
         count += 1
         # Equal at the precision printed: |value - printed| <= half a unit of its last digit.
         if abs(value - p) > 0.5 * 10 ** -decimals * (1 + 1e-9) + 1e-12:
+            if write:
+                edits.append((num.start(), num.end(), printed_like(value, printed, decimals)))
+                continue
             errors.append("%s: printed %s, the committed run gives %.6g (%.*f at the %d decimal(s) printed)\n  %s"
                           % (where, printed, value, decimals, value, decimals, "\n  ".join(what)))
-    return errors, count
+    for start, end, new in reversed(edits):
+        text = text[:start] + new + text[end:]
+    return errors, count, text
 
 
 def main(argv):
@@ -286,7 +306,8 @@ def main(argv):
         print(__doc__)
         return 0
     write = "--write" in args
-    files = [a for a in args if a != "--write"]
+    write_values = "--write-values" in args
+    files = [a for a in args if a not in ("--write", "--write-values")]
     bad = [a for a in files if a.startswith("-")]
     if bad:
         print("check_numbers.py: unknown option %s (see --help)" % bad[0], file=sys.stderr)
@@ -312,7 +333,11 @@ def main(argv):
                 errs = []
                 text = new
             errors += errs
-            errs, n = check_values(rel, text)
+            errs, n, new = check_values(rel, text, write_values)
+            if write_values and new != text:
+                with open(rel, "w") as f:
+                    f.write(new)
+                print("check_numbers.py: printed the marked numbers of %s again from the runs" % rel)
             errors += errs
             values += n
     except Bad as e:
