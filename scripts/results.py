@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """scripts/results.py - results tables from the runs' JSON, never typed by hand.
 
-  scripts/results.py collect RESULTS_DIR OUT.json
+  scripts/results.py collect RESULTS_DIR OUT.json [--commit=SHA]
       Folds one machine's `scripts/run_all.sh` output (RESULTS_DIR = build/results:
       run-full.json, seconds-full.tsv and every lesson's NN_name.json) into one
-      summary file, e.g. docs/results/h100.json. Commit that file.
+      summary file, e.g. docs/results/h100.json. Commit that file. --commit names
+      the commit the run built (the tables print it beside the date).
 
   scripts/results.py readme [README.md] [SUMMARY.json ...]
       Rewrites the table between the markers <!-- results:begin --> and
@@ -62,7 +63,7 @@ def load(path):
         die("cannot read %s: %s" % (path, e))
 
 
-def collect(results_dir, out_path):
+def collect(results_dir, out_path, commit=None):
     run = load(os.path.join(results_dir, "run-full.json"))
     seconds = {}
     tsv = os.path.join(results_dir, "seconds-full.tsv")
@@ -93,6 +94,8 @@ def collect(results_dir, out_path):
         die("no lesson JSON in " + results_dir)
     summary = dict(run)
     summary["total_seconds"] = round(sum(v for v in seconds.values()), 1)
+    if commit:
+        summary["commit"] = commit
     summary["lessons"] = lessons
     with open(out_path, "w") as f:
         json.dump(summary, f, indent=1, sort_keys=True)
@@ -171,12 +174,17 @@ def gpu_label(summary):
     return gpu.split(" (")[0]
 
 
+def when(s):
+    """The run's date, and its commit where the summary names one."""
+    return s.get("date", "?") + (", commit %s" % s["commit"][:7] if s.get("commit") else "")
+
+
 def table(summaries):
     names = sorted({n for s in summaries for n in s["lessons"]})
     lines = []
     for s in summaries:
         lines.append("- **%s**: driver %s, CUDA %s, %s; the lessons' default-size runs took %.0f s in all (`scripts/run_all.sh`; build, fault checks and the run_all bookkeeping not counted)."
-                     % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"), s.get("date", "?"),
+                     % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"), when(s),
                         s.get("total_seconds", 0)))
     lines.append("")
     head = "| lesson |"
@@ -244,8 +252,8 @@ def lesson_tables(name, summaries, paths=()):
     if not have:
         die("no summary has lesson %s" % name)
     out = [lesson_header(name, paths), ""]
-    out += ["- **%s**: driver %s, CUDA %s, %s." % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"),
-                                                 s.get("date", "?")) for s in have]
+    out += ["- **%s**: driver %s, CUDA %s, %s." % (gpu_label(s), s.get("driver", "?"), s.get("cuda", "?"), when(s))
+            for s in have]
     out.append("")
     head, rule = "| variant |", "|---|"
     for s in have:
@@ -305,9 +313,12 @@ def main(argv):
         print(lesson_tables(args[0], summaries_from(args[1:]), args[1:]))
         return 0
     if cmd == "collect":
-        if len(args) != 2:
-            die("usage: results.py collect RESULTS_DIR OUT.json")
-        collect(args[0], args[1])
+        commits = [a for a in args if a.startswith("--commit=")]
+        rest = [a for a in args if not a.startswith("--commit=")]
+        commit = commits[-1].split("=", 1)[1] if commits else None
+        if len(rest) != 2 or (commits and not re.fullmatch(r"[0-9a-f]{7,40}", commit or "")):
+            die("usage: results.py collect RESULTS_DIR OUT.json [--commit=SHA]")
+        collect(rest[0], rest[1], commit)
         return 0
     if cmd in ("readme", "check"):
         readme = "README.md"
