@@ -26,6 +26,9 @@ handout's own lesson; KIND and NAME are as the summary (scripts/results.py colle
     variant "NAME" [ms|rate|fraction|reference_rate]   (default rate)
     metric | bound | yardstick | target "NAME"          (their value; a target's value is
                                                           a fraction for "%" targets)
+    check "WHAT" [rel_l2_error|max_abs_error|checked|tolerance]
+                                                        (one of the report's verification
+                                                          checks; default rel_l2_error)
     key [fraction]                                      (the key result's fraction)
 The check fails when the number printed, read at the precision it is printed with (0.99: two
 decimals), is not the expression's value rounded to that precision; the message names the
@@ -54,8 +57,9 @@ RUN = re.compile(r"<!--\s*run\s+([A-Za-z][\w.-]*)\s*:\s*(\S+\.json)\s*-->")
 VALUE = re.compile(r"<!--\s*value:(.*?)-->", re.S)
 NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
 KINDS = {"variant": "variants", "metric": "metrics", "bound": "bounds",
-         "yardstick": "yardsticks", "target": "targets"}
+         "yardstick": "yardsticks", "target": "targets", "check": "checks"}
 VARIANT_FIELDS = ("ms", "rate", "fraction", "reference_rate")
+CHECK_FIELDS = ("rel_l2_error", "max_abs_error", "checked", "tolerance")
 
 
 class Bad(Exception):
@@ -237,12 +241,17 @@ class Expr:
                 raise Bad("'%s' needs a \"NAME\"" % kind)
             name = self.take()[1]
             items = entry.get(KINDS[kind], [])
-            item = next((x for x in items if x.get("name") == name), None)
+            key = "what" if kind == "check" else "name"
+            item = next((x for x in items if x.get(key) == name), None)
             if item is None:
-                near = difflib.get_close_matches(name, [x.get("name", "") for x in items], 3, 0.4)
+                near = difflib.get_close_matches(name, [x.get(key, "") for x in items], 3, 0.4)
                 raise Bad("%s %s has no %s \"%s\"%s" % (path, lesson, kind, name,
                           "; close: " + " | ".join(near) if near else ""))
             field = "value"
+            if kind == "check":
+                field = "rel_l2_error"
+                if self.peek("word") and self.toks[self.i][1] in CHECK_FIELDS:
+                    field = self.take()[1]
             if kind == "variant":
                 field = "rate"
                 if self.peek("word") and self.toks[self.i][1] in VARIANT_FIELDS:

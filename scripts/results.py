@@ -88,6 +88,7 @@ def collect(results_dir, out_path, commit=None):
             "yardsticks": report.get("yardsticks", []),
             "variants": report.get("variants", []),
             "metrics": report.get("metrics", []),
+            "checks": (report.get("verification") or {}).get("checks", []),
             "device": report.get("device"),
         }
     if not lessons:
