@@ -69,6 +69,18 @@ END = re.compile(r"^\s*//\s*EXERCISE\s+(\S+)\s+END\s*$")
 ANY = re.compile(r"//\s*EXERCISE\b")
 HINT = re.compile(r"^\s*//\s*HINT:\s?(.*)$")
 STUB = re.compile(r"^\s*//\s*STUB:\s?(.*)$")
+# TIMEOUT: <seconds> <message>: every run of the lesson's program in check ends after that many
+# seconds (sanitizer runs: SANITIZE_FACTOR times as many) and FAILs naming the message (a deadlock's
+# likely cause). Kept in the learner's copy; check reads it from the lesson, never from the copy.
+TIMEOUT = re.compile(r"^\s*//\s*TIMEOUT:\s*(\d+)\s+(\S.*)$")
+ANY_TIMEOUT = re.compile(r"^\s*//\s*TIMEOUT\b")
+DEFAULT_TIMEOUT = 900
+SANITIZE_FACTOR = 10
+# The first lines of a planted answer: '// caught-by: default' (it FAILs the default size) or
+# '// caught-by: timeout' (it hangs and ends by the exercise's TIMEOUT); without one, it passes the
+# default size and an awkward size or a sanitizer catches it. start --planted leaves the line out.
+CAUGHT_BY = re.compile(r"^\s*//\s*caught-by:\s*(\S*)\s*$")
+CAUGHT_BY_KINDS = ("default", "timeout")
 # Speed bands: the learner's rate as a fraction of the reference solution's, same run.
 BANDS = [("A", 0.90), ("B", 0.75), ("C", 0.50), ("D", 0.0)]
 MAX_SPREAD = 0.10      # (max - min) / median of the runs' rates: above it, timing is noise
@@ -99,9 +111,10 @@ def source_files(folder):
 
 
 class Region:
-    def __init__(self, path, k, task, begin, end, indent, hints, stubs):
+    def __init__(self, path, k, task, begin, end, indent, hints, stubs, timeout=None):
         self.path, self.k, self.task, self.begin, self.end = path, k, task, begin, end
         self.indent, self.hints, self.stubs = indent, hints, stubs
+        self.timeout = timeout  # (seconds, message) of its TIMEOUT line, or None
 
 
 def parse(path):
@@ -131,7 +144,19 @@ def parse(path):
             body = lines[open_[1] + 1:i]
             hints = [HINT.match(x).group(1) for x in body if HINT.match(x)]
             stubs = [STUB.match(x).group(1) for x in body if STUB.match(x)]
-            regions.append(Region(path, open_[0], open_[2], open_[1], i, open_[3], hints, stubs))
+            timeouts = []
+            for j, x in enumerate(body):
+                if ANY_TIMEOUT.match(x):
+                    t = TIMEOUT.match(x)
+                    if not t or int(t.group(1)) < 1:
+                        raise ValueError("%s:%d: malformed TIMEOUT (write '// TIMEOUT: <whole seconds, at least 1> "
+                                         "<message>'): %s" % (rel, open_[1] + 2 + j, x.strip()))
+                    timeouts.append((int(t.group(1)), t.group(2).strip()))
+            if len(timeouts) > 1:
+                raise ValueError("%s:%d: exercise %d region has %d TIMEOUT lines; one at most"
+                                 % (rel, open_[1] + 1, open_[0], len(timeouts)))
+            regions.append(Region(path, open_[0], open_[2], open_[1], i, open_[3], hints, stubs,
+                                  timeouts[0] if timeouts else None))
             open_ = None
         elif ANY.search(line):
             raise ValueError("%s:%d: malformed exercise marker (use '// EXERCISE K BEGIN: <task>' and "
@@ -171,18 +196,30 @@ def lint(lessons):
             continue
         ks = sorted({r.k for r in regions})
         count += len(ks)
+        ctx = reference_context(os.path.join(LESSONS, lesson), regions)
         # The reference solutions and the planted answers obey the rules a learner's regions must.
         for r in regions:
             with open(r.path, encoding="utf-8") as f:
                 body = f.read().split("\n")[r.begin + 1:r.end]
-            for line, rule, text in region_violations(body, r.begin + 2):
+            for line, rule, text in region_violations(body, r.begin + 2, ctx, r.k):
                 problems.append("%s:%d: exercise %d breaks rule '%s': %s" % (os.path.relpath(r.path, ROOT), line, r.k, rule, text))
         for k in ks:
+            tos = {r.timeout for r in regions if r.k == k and r.timeout}
+            if len(tos) > 1:
+                problems.append("%s: exercise %d has different TIMEOUT lines in its regions: %s" % (lesson, k, sorted(tos)))
             p = os.path.join(LESSONS, lesson, "exercises", "%d.planted" % k)
             if os.path.exists(p):
                 with open(p, encoding="utf-8") as f:
-                    for line, rule, text in region_violations(f.read().split("\n"), 1):
-                        problems.append("%s:%d: breaks rule '%s': %s" % (os.path.relpath(p, ROOT), line, rule, text))
+                    plines = f.read().split("\n")
+                for n, x in enumerate(plines, 1):
+                    m = CAUGHT_BY.match(x)
+                    if m and m.group(1) not in CAUGHT_BY_KINDS:
+                        problems.append("%s:%d: caught-by '%s' is not one of %s" % (os.path.relpath(p, ROOT), n, m.group(1), ", ".join(CAUGHT_BY_KINDS)))
+                    if m and m.group(1) == "timeout" and not tos:
+                        problems.append("%s:%d: caught-by timeout, but exercise %d has no '// TIMEOUT:' line"
+                                        % (os.path.relpath(p, ROOT), n, k))
+                for line, rule, text in region_violations(plines, 1, ctx, k):
+                    problems.append("%s:%d: breaks rule '%s': %s" % (os.path.relpath(p, ROOT), line, rule, text))
         if len(ks) > 3:
             problems.append("%s: %d marked exercises (%s); a lesson marks 1 to 3" % (lesson, len(ks), ks))
         items = handout_exercises(lesson)
@@ -209,10 +246,12 @@ def starter_text(path, regions, only, planted):
             i += 1
             continue
         body = lines[r.begin + 1:r.end]
-        code = [x for x in body if x.strip() and not HINT.match(x) and not STUB.match(x)]
+        code = [x for x in body if x.strip() and not HINT.match(x) and not STUB.match(x) and not TIMEOUT.match(x)]
         ind = re.match(r"^(\s*)", code[0]).group(1) if code else r.indent
         # The BEGIN and END lines stay: check takes what is between them, and only that.
         out.append(lines[r.begin])
+        if r.timeout:  # kept, so the learner knows a hang ends there and why
+            out.append("%s// TIMEOUT: %d %s" % (ind, r.timeout[0], r.timeout[1]))
         if planted is not None:
             out.append("%s// Planted wrong answer of exercise %d, for the grader's own tests" % (ind, r.k))
             out += [ind + x if x.strip() else x for x in planted]
@@ -230,7 +269,29 @@ def planted_answer(lesson, k):
     p = os.path.join(LESSONS, lesson, "exercises", "%d.planted" % k)
     if not os.path.exists(p):
         die("%s has no planted answer for exercise %d (%s)" % (lesson, k, os.path.relpath(p, ROOT)))
-    return open(p, encoding="utf-8").read().rstrip("\n").split("\n")
+    lines = open(p, encoding="utf-8").read().rstrip("\n").split("\n")
+    return [x for x in lines if not CAUGHT_BY.match(x)]  # the grader's own expectation, not code
+
+
+def planted_caught_by(lesson, k):
+    """What catches the planted answer of exercise k: "default", "timeout" or "" (an awkward size
+    or a sanitizer, the default size passing)."""
+    p = os.path.join(LESSONS, lesson, "exercises", "%d.planted" % k)
+    with open(p, encoding="utf-8") as f:
+        for x in f:
+            m = CAUGHT_BY.match(x)
+            if m:
+                return m.group(1)
+    return ""
+
+
+def lesson_timeout(lesson):
+    """(seconds, message) for each run of the lesson's program in check: the largest TIMEOUT of its
+    exercises (a run runs every exercise's code), or the default with no message."""
+    tos = sorted({r.timeout for r in lesson_regions(lesson) if r.timeout})
+    if not tos:
+        return DEFAULT_TIMEOUT, None
+    return max(t for t, _ in tos), "; ".join(dict.fromkeys(m for _, m in tos))
 
 
 def start(lesson, k, planted, force, out_root):
@@ -287,7 +348,49 @@ RULES = {
     "exit": "a region may not end the program (exit, abort, quick_exit, _Exit, std::terminate)",
     "result-line": "a region may not print a RESULT line (a string holding \"RESULT\")",
     "braces": "a region may not close the function or block it is in (its braces must balance)",
+    # The rules below allow what the reference solution's regions of the same exercise use: they
+    # keep a region to the tools the task needs, without a list per lesson.
+    "library": "a region may call a library (cuBLAS, cuBLASLt, CUB, Thrust, cuDNN, cuFFT, cuRAND, cuSPARSE, "
+               "CUTLASS) only where the reference solution's region does: the exercise is the code, not a call",
+    "lesson-code": "a region may call the lesson's own functions and kernels (other rungs, the CPU reference, "
+                   "the checks) only where the reference solution's region does",
+    "api": "a region may use a CUDA runtime or driver name (cuda*, cu[A-Z]*: copies, streams, syncs, events) "
+           "only where the reference solution's region does (%s aside): a host-computed answer copied in, "
+           "work on another stream, a sync that hides time" % ", ".join(sorted(["cudaGetLastError", "cudaPeekAtLastError", "cudaSuccess", "cudaError_t", "cudaGetErrorString"])),
+    "state": "a region may not keep state between calls or runs (static, thread_local, __device__, __managed__ or "
+             "__constant__ variables) unless the reference solution's region does: a call counter or a cached answer",
+    "io": "a region may not read or write files, the environment or the command line (fopen, fstream, getenv, "
+          "system, popen, argv, ...) unless the reference solution's region does",
 }
+ALWAYS_API = {"cudaGetLastError", "cudaPeekAtLastError", "cudaSuccess", "cudaError_t", "cudaGetErrorString"}
+LIBRARY = re.compile(r"\b(?:(?:cublasLt|cublas|cudnn|cufft|curand|cusparse)\w*|(?:cub|thrust|cutlass)\s*::\s*\w+)")
+API = re.compile(r"\b(?:cuda[A-Z]\w*|cu[A-Z]\w*|CU_\w+)")
+STATE = re.compile(r"\b(?:static|thread_local)\b|__(?:managed|constant)__|__device__\s+(?!__)(?:const\s+)?[\w:<>]+[\s*&]+\w+\s*[;=\[{]")
+IO = re.compile(r"\b(?:fopen|freopen|fdopen|fstream|ifstream|ofstream|getenv|secure_getenv|setenv|putenv|popen|system|"
+                r"argv|argc|environ|tmpfile|fwrite|fread|fscanf|filesystem|dlopen|mmap)\b")
+CALL = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*(?:<<<|\(|<[^;<>]*>\s*(?:<<<|\())")
+DEFINED = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:(?:static|inline|__global__|__device__|__host__|__forceinline__|"
+                     r"constexpr|extern|__launch_bounds__\s*\([^)]*\))\s+)*[A-Za-z_][\w:<>,*&\s]*?[\s*&](\w+)\s*\(")
+NOT_DEFINED = {"if", "for", "while", "switch", "return", "sizeof", "main", "operator"}
+
+
+def reference_context(pristine_dir, regions):
+    """What the new rules compare a region with: {"ref": {K: the reference regions' code of exercise K}},
+    "defined": the names of the functions and kernels the lesson defines outside its regions}."""
+    ref, defined = {}, set()
+    for path in source_files(pristine_dir):
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        mine = [r for r in regions if os.path.abspath(r.path) == os.path.abspath(path)]
+        inside = set()
+        for r in mine:
+            inside.update(range(r.begin, r.end + 1))
+            ref[r.k] = ref.get(r.k, "") + "\n" + "\n".join(c for _, c, _ in lex(lines[r.begin + 1:r.end]))
+        for _, code, _ in lex([x if i not in inside else "" for i, x in enumerate(lines)]):
+            m = DEFINED.match(code)
+            if m and not code.rstrip().endswith(";") and m.group(1) not in NOT_DEFINED:
+                defined.add(m.group(1))
+    return {"ref": ref, "defined": defined}
 
 
 def harness_names():
@@ -355,9 +458,10 @@ def lex(lines):
     return out
 
 
-def region_violations(lines, first_line):
+def region_violations(lines, first_line, ctx=None, k=None):
     """(line number, rule, text) for each rule of RULES the region's lines break; first_line is the
-    1-based number of lines[0] in its file."""
+    1-based number of lines[0] in its file; ctx (reference_context) and k: the reference solution's
+    regions of exercise k, for the rules that allow what those use (None: nothing is allowed)."""
     global _HARNESS
     if _HARNESS is None:
         _HARNESS = harness_names()
@@ -384,6 +488,20 @@ def region_violations(lines, first_line):
             hits.append("exit")
         if "RESULT" in "".join(strs):  # "RES" "ULT" is one string to the compiler
             hits.append("result-line")
+        ref = ((ctx or {}).get("ref") or {}).get(k, "")
+        flat = lambda x: re.sub(r"\s+", "", x)
+        ref_flat = flat(ref)
+        if any(flat(x) not in ref_flat for x in LIBRARY.findall(code)):
+            hits.append("library")
+        if any(x not in ALWAYS_API and not re.search(r"\b%s\b" % x, ref) for x in API.findall(code)):
+            hits.append("api")
+        if any(not re.search(r"\b%s\b" % re.escape(x.split()[0] if x.split() else x), ref) for x in STATE.findall(code)):
+            hits.append("state")
+        if any(not re.search(r"\b%s\b" % x, ref) for x in IO.findall(code)):
+            hits.append("io")
+        defined = (ctx or {}).get("defined") or set()
+        if any(x in defined and not re.search(r"\b%s\b" % x, ref) for x in CALL.findall(code)):
+            hits.append("lesson-code")
         for c in code:
             depth += (c == "{") - (c == "}")
             if depth < 0 and "braces" not in hits:
@@ -422,6 +540,10 @@ def splice(pristine_dir, copy_dir):
     file whose text is the spliced one, problems). problems: dicts with "file", "kind" (outside,
     markers, missing, rule) and what and where; no files are returned when there are any."""
     problems, texts = [], {}
+    try:
+        ctx = reference_context(pristine_dir, [r for p in source_files(pristine_dir) for r in parse(p)])
+    except ValueError:
+        ctx = None
     for rel in lesson_sources(pristine_dir):
         mine_path = os.path.join(copy_dir, rel)
         p_path = os.path.join(pristine_dir, rel)
@@ -457,7 +579,7 @@ def splice(pristine_dir, copy_dir):
                                  "lesson_lines": list(range(pa + i1 + 1, pa + i2 + 1)),
                                  "what": {"replace": "changed", "delete": "removed", "insert": "added"}[op]})
         for r, body in zip(m_regions, m_bodies):
-            for line, rule, text in region_violations(body, r.begin + 2):
+            for line, rule, text in region_violations(body, r.begin + 2, ctx, r.k):
                 problems.append({"file": rel, "kind": "rule", "rule": rule, "exercise": r.k, "lines": [line],
                                  "what": text})
         out = list(p_parts[0][1])
@@ -618,8 +740,44 @@ def run(cmd, log, timeout=900, append=False):
     return rc, time.time() - t
 
 
+# Each run of the lesson's program in check: (seconds, message) from lesson_timeout, set by check.
+RUN_TIMEOUT = (DEFAULT_TIMEOUT, None)
+TIMED_OUT = "run timed out after"
+
+
+def timeout_line(secs=None):
+    secs = secs or RUN_TIMEOUT[0]
+    return "%s %d s%s" % (TIMED_OUT, secs, ": " + RUN_TIMEOUT[1] if RUN_TIMEOUT[1] else "")
+
+
+def run_program(cmd, log, timeout=None):
+    """One run of a program under check: in its own process group, so that a run past the timeout
+    (RUN_TIMEOUT) ends with everything it started; then exit 124 and the timeout line in the log."""
+    timeout = timeout or RUN_TIMEOUT[0]
+    t = time.time()
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, 9)
+            except OSError:
+                pass
+            p.wait()
+            rc = 124
+    if rc == 124:
+        with open(log, "a") as f:
+            f.write("\n" + timeout_line(timeout) + "\n")
+    return rc, time.time() - t
+
+
 def result_line(log):
-    lines = [x for x in open(log, errors="replace").read().split("\n") if x.startswith("RESULT:")]
+    text = open(log, errors="replace").read().split("\n")
+    if any(x.startswith(TIMED_OUT) for x in text):
+        return [x for x in text if x.startswith(TIMED_OUT)][-1]
+    lines = [x for x in text if x.startswith("RESULT:")]
+    # A program that exits 0 without its RESULT line (a 'return 0' before the checks) did not pass.
     return lines[-1] if lines else "no RESULT line (exit code only)"
 
 
@@ -756,7 +914,7 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
     #    nor a FAIL, and nothing else runs.
     focus_label = " ".join(["--quick"] + focus)
     focus_log = os.path.join(logs, "focus.log")
-    focus_rc, focus_secs = run([mine_exe, "--quick", "--repeat=1"] + focus, focus_log)
+    focus_rc, focus_secs = run_program([mine_exe, "--quick", "--repeat=1"] + focus, focus_log)
     if focus_rc == 77:
         why = skip_reason(focus_log)
         rep.update({"result": "SKIP", "why": why, "grade": None, "seconds": round(time.time() - t0, 1)})
@@ -790,10 +948,11 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
             jobs.append((tool, [mine_exe, "--quick", "--repeat=1"] + focus, tool))
     done = {}
     if not timed_args:  # the default-size run is your first timed run: alone on the GPU
-        done["size0"] = run(jobs[0][1], os.path.join(logs, "size0.log"))
+        done["size0"] = run_program(jobs[0][1], os.path.join(logs, "size0.log"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
-        futures = {tag: pool.submit(run, cmd, os.path.join(logs, tag + ".log")) if tag not in SANITIZERS else
-                   pool.submit(sanitizer_run, tag, cmd, os.path.join(logs, tag + ".log"))
+        futures = {tag: pool.submit(run_program, cmd, os.path.join(logs, tag + ".log")) if tag not in SANITIZERS else
+                   pool.submit(sanitizer_run, tag, cmd, os.path.join(logs, tag + ".log"),
+                               SANITIZE_FACTOR * RUN_TIMEOUT[0])
                    for tag, cmd, _ in jobs if tag not in done}
         for tag, f in futures.items():
             done[tag] = f.result()
@@ -815,12 +974,19 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
                                            "not_applicable": why, "seconds": round(secs, 1)}, **extra))
                 print("  correctness, %-34s not applicable on this GPU (%s)" % (label + ":", why))
                 continue
-            passed = rc == 0
+            # Exit 0 is a PASS only with the lesson's RESULT: PASS line (its JSON report, at the
+            # default size): a region that ends the program early with 0 skipped the checks.
+            passed = rc == 0 and line.startswith("RESULT: PASS")
+            if rc == 0 and not passed:
+                line = "exit 0 without a 'RESULT: PASS' line (no-result: the program ended before its checks)"
+            if passed and tag == "size0" and not os.path.exists(os.path.join(logs, "default.json")):
+                passed, line = False, "no JSON report (no-result: the program ended before writing it)"
             ok &= passed
             rep["checks"].append(dict({"size": label, "pass": passed, "exit": rc, "result": line,
                                        "seconds": round(secs, 1)}, **extra))
             # The lesson's RESULT line of a failed instructor size may show the size (an index): the log has it.
-            why = "%.1f s" % secs if passed else ("exit %d; log %s" % (rc, log) if tag in hidden else line)
+            why = "%.1f s" % secs if passed else (timeout_line() if rc == 124 else
+                                                  "exit %d; log %s" % (rc, log) if tag in hidden else line)
             print("  correctness, %-34s %s  (%s)" % (label + ":", "PASS" if passed else "FAIL", why))
         else:
             clean, rc, summary, secs = done[tag]
@@ -831,7 +997,10 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
             # own check (here, exit 1 with no error found, or at the same --quick run), the tool's
             # "0 errors" is no verdict, and a FAIL beside it would blame the sanitizer.
             program_failed = rc not in (0, 99) or focus_rc not in (0, 77)
-            if not clean and program_failed and not sanitizer_found(summary):
+            if not clean and rc == 124:
+                entry["verdict"] = timeout_line(SANITIZE_FACTOR * RUN_TIMEOUT[0])
+                print("  compute-sanitizer %-10s FAIL (%s; log %s)" % (tag + ":", entry["verdict"], log))
+            elif not clean and program_failed and not sanitizer_found(summary):
                 entry["verdict"] = "not run: the program failed"
                 print("  compute-sanitizer %-10s not run: the program failed (exit %d%s; no verdict; log %s)"
                       % (tag + ":", rc, ", and at %s" % focus_label if focus_rc not in (0, 77) else "", log))
@@ -842,12 +1011,13 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
     for why in rep.get("not_run", []):
         print("  compute-sanitizer %s" % why.replace(": ", ": not run: ", 1))
     # The focus run of step 0 is a correctness check too (after the sizes: checks[0] stays the default size).
-    focus_ok = focus_rc == 0
+    focus_line = result_line(focus_log)
+    focus_ok = focus_rc == 0 and focus_line.startswith("RESULT: PASS")
     ok &= focus_ok
     rep["checks"].append({"size": focus_label + " (run first)", "pass": focus_ok, "exit": focus_rc,
                           "result": result_line(focus_log), "seconds": round(focus_secs, 1)})
     print("  correctness, %-34s %s  (%s)" % (focus_label + ":", "PASS" if focus_ok else "FAIL",
-                                              "%.1f s, run first" % focus_secs if focus_ok else result_line(focus_log)))
+                                              "%.1f s, run first" % focus_secs if focus_ok else focus_line))
     return ok
 
 
@@ -879,7 +1049,11 @@ def speed_runs(lesson, rep, graded, ref_exe, mine_exe, logs, runs, timed_args):
 
     def timed(who, path, tag):
         js = os.path.join(logs, "speed-%s.json" % tag)
-        rc, secs = run([path, "--json=" + js] + timed_args, os.path.join(logs, "speed-%s.log" % tag))
+        rc, secs = run_program([path, "--json=" + js] + timed_args, os.path.join(logs, "speed-%s.log" % tag))
+        if rc == 124:
+            die("the %s run for timing: %s (logs in %s)" % ("reference" if who == "ref" else "your", timeout_line(), logs), 1)
+        if rc == 0 and not os.path.exists(js):
+            die("your run for timing exited 0 without its JSON report (no-result; logs in %s)" % logs, 1)
         if rc == 77:
             raise NotHere(skip_reason(os.path.join(logs, "speed-%s.log" % tag)))
         if rc != 0:
@@ -958,8 +1132,13 @@ def grade(rep, m, timed_args):
 def check(lesson, solution, json_path, sanitize, runs, exe_path=None, speed=True, instructor=None):
     """build, correctness, speed, grade: the report in json_path; exits 0, 1 or 77 (see the usage).
     instructor: (file, its runs for this lesson) of --instructor=FILE, or None."""
+    global RUN_TIMEOUT
     cm = lessons.manifest(lesson)
     t0 = time.time()
+    RUN_TIMEOUT = lesson_timeout(lesson)
+    if RUN_TIMEOUT[1]:
+        print("exercise: each run ends after %d s (sanitizer runs %d s): %s"
+              % (RUN_TIMEOUT[0], SANITIZE_FACTOR * RUN_TIMEOUT[0], RUN_TIMEOUT[1]))
     ref_exe, mine_exe, logs, src = build_programs(lesson, cm["executable"], solution, exe_path, json_path)
     rep = {"lesson": lesson, "solution": solution, "checks": [], "sanitizers": [], "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if instructor:
