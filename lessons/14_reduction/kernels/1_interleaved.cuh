@@ -30,7 +30,7 @@ __global__ void reduceInterleaved(const float* __restrict__ in, float* __restric
     const size_t i = size_t(blockIdx.x) * blockDim.x + tid;
     sdata[tid] = i < n ? in[i] : 0.0f;  // past the end: 0, which adds nothing
     __syncthreads();
-    for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    for (unsigned s = 1; s < kThreads; s *= 2) {
         if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];  // threads 0, 2s, 4s, ...: every warp diverges
         __syncthreads();
     }

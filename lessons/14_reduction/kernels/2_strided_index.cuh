@@ -29,9 +29,9 @@ __global__ void reduceStrided(const float* __restrict__ in, float* __restrict__ 
     const size_t i = size_t(blockIdx.x) * blockDim.x + tid;
     sdata[tid] = i < n ? in[i] : 0.0f;  // past the end: 0, which adds nothing
     __syncthreads();
-    for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    for (unsigned s = 1; s < kThreads; s *= 2) {
         const unsigned index = 2 * s * tid;  // threads 0, 1, 2, ... work; their words are 2s apart
-        if (index < blockDim.x) sdata[index] += sdata[index + s];
+        if (index < kThreads) sdata[index] += sdata[index + s];
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = sdata[0];

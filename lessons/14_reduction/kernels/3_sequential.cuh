@@ -3,7 +3,8 @@
 // The tree folded the other way: in step s the first s threads add the value s
 // places away (s = kThreads / 2, ..., 1). The working threads are contiguous
 // (whole warps drop out, none diverges while s >= 32) and a warp reads 32
-// consecutive words: 32 different banks, no conflict.
+// consecutive words: 32 different banks, no conflict. s runs on the constant
+// kThreads, not blockDim.x, so the compiler can unroll the whole tree.
 // One pass of the multi-pass tree, like rungs 1 and 2: half the threads of
 // every block still idle from the first step on, and each pass writes its
 // partial sums to memory for the next pass to read back.
@@ -28,12 +29,12 @@ __global__ void reduceSequential(const float* __restrict__ in, float* __restrict
     const unsigned tid = threadIdx.x;
     // EXERCISE 1 BEGIN: load value i of this block into sdata[tid] (0 past n), then add the block's values into sdata[0]
     // HINT: i counts up to n, which may pass 2^31: compute it in size_t
-    // HINT: halve s from blockDim.x / 2 to 1; threads tid < s add sdata[tid + s]; __syncthreads() between the levels
+    // HINT: halve s from kThreads / 2 to 1; threads tid < s add sdata[tid + s]; __syncthreads() between the levels
     // STUB: sdata[tid] = 0.0f;  // replace: the block's sum must end in sdata[0]
     const size_t i = size_t(blockIdx.x) * blockDim.x + tid;
     sdata[tid] = i < n ? in[i] : 0.0f;  // past the end: 0, which adds nothing
     __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
         if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
         __syncthreads();
     }

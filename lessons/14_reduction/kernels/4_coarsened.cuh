@@ -40,7 +40,7 @@ __global__ void reduceCoarsened(const float* __restrict__ in, float* __restrict_
     }
     sdata[tid] = sum;
     __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
         if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
         __syncthreads();
     }

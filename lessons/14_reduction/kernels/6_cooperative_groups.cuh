@@ -43,7 +43,7 @@ __global__ void reduceCg(const float* __restrict__ in, float* __restrict__ out, 
     }
     sdata[tid] = sum;
     __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+    for (unsigned s = kThreads / 2; s > 32; s >>= 1) {
         if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
         __syncthreads();
     }

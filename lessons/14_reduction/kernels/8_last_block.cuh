@@ -38,7 +38,7 @@ __device__ Acc blockReduce(Acc v) {
     const unsigned tid = threadIdx.x;
     sdata[tid] = v;
     __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+    for (unsigned s = kThreads / 2; s > 32; s >>= 1) {
         if (tid < s) sdata[tid] += sdata[tid + s];  // threads 0..s-1 work; a warp reads 32 consecutive words
         __syncthreads();
     }
@@ -59,8 +59,9 @@ __global__ void reduceLastBlock(const T* __restrict__ in, Acc* partials, unsigne
     const V* in4 = reinterpret_cast<const V*>(in);
     const size_t n4 = n / 4;
     // Block b reads tiles b, b + G, b + 2G, ... (G blocks) of kUnroll x kThreads vectors; in a
-    // tile, thread t reads vectors t, t + kThreads, ...: the kUnroll loads of a block fall in one
-    // contiguous stretch of memory (a warp's are 512-byte pieces kThreads vectors apart), not kUnroll stretches a grid apart (DRAM pages stay open).
+    // tile, thread t reads vectors t, t + kThreads, ...: a warp's kUnroll loads are 512-byte
+    // pieces 4 KB apart, inside the block's one contiguous 16 KB tile. Only this arrangement is
+    // measured; why it would beat kUnroll stretches a grid apart is not tested here.
     const size_t tile = size_t(kUnroll) * blockDim.x;
     Acc acc[kUnroll] = {};
     for (size_t base = size_t(blockIdx.x) * tile; base < n4; base += size_t(gridDim.x) * tile) {
