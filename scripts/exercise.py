@@ -922,6 +922,12 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
         print("exercise: SKIP (%s): the code of this exercise cannot run on this GPU" % why)
         write_report(json_path, rep)
         sys.exit(77)
+    if focus_rc == 124:  # a hang (a barrier phase that never flips): every other run would hang too
+        rep["checks"].append({"size": focus_label + " (run first)", "pass": False, "exit": focus_rc,
+                              "result": result_line(focus_log), "seconds": round(focus_secs, 1)})
+        print("  correctness, %-34s FAIL  (%s)" % (focus_label + ":", timeout_line()))
+        print("exercise: the other sizes and the sanitizers are not run: this run did not end")
+        return False
 
     # 1. Correctness: the lesson's own verification, at the default size and at the awkward ones,
     #    while

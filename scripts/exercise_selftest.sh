@@ -2,8 +2,10 @@
 # scripts/exercise_selftest.sh BUILD - the grader, graded (CTest exercise_grader, label exercise,
 # GPU only; scripts/test.sh --exercises). For every exercise marked in the lessons:
 #   1. the unsolved copy (scripts/exercise.sh start NN K) builds and FAILs its check;
-#   2. the planted wrong answer (lessons/NN_name/exercises/K.planted) PASSes the default size
-#      but is caught: it FAILs an awkward size or a sanitizer;
+#   2. the planted wrong answer (lessons/NN_name/exercises/K.planted) is caught the way its
+#      '// caught-by:' line says: 'default', it FAILs the default size; 'timeout', it hangs and its
+#      run ends at the exercise's TIMEOUT, the output naming the TIMEOUT's message; without the line,
+#      it PASSes the default size but FAILs an awkward size or a sanitizer;
 #   3. the reference solution (check --solution) PASSes with grade A (or, where the lesson's
 #      manifest says "ungraded" because its times are launch overhead, PASSes ungraded).
 # BUILD is the configured build folder (its bin/ holds the reference solutions).
@@ -63,12 +65,35 @@ one_pair() {  # lesson K -> prints ok/FAIL lines
   rc=$?
   [ $rc = 1 ] && echo "ok: $lesson exercise $k: the unsolved copy FAILs" ||
     echo "FAIL: $lesson exercise $k: unsolved copy exit $rc, expected 1 (log $W/$lesson-$k-unsolved.log)"
-  # 2. Planted: PASS at the default size, caught elsewhere.
+  # 2. Planted: caught the way its '// caught-by:' line says (exercise.py CAUGHT_BY).
+  local by
+  by=$(python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import exercise; print(exercise.planted_caught_by(sys.argv[2], int(sys.argv[3])) or 'awkward')" \
+       "$ROOT/scripts" "$lesson" "$k")
   $EX check "$lesson" --exe="$W/build-planted-$k/bin/$exe" --no-speed --json="$W/$lesson-$k-planted.json" >"$W/$lesson-$k-planted.log" 2>&1
   rc=$?
-  caught=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); c=r.get('checks',[]); print('yes' if c and c[0]['pass'] and (not all(x['pass'] for x in c) or not all(s['clean'] for s in r.get('sanitizers',[]))) else 'no')" "$W/$lesson-$k-planted.json" 2>/dev/null || echo no)
-  [ $rc = 1 ] && [ "$caught" = yes ] && echo "ok: $lesson exercise $k: the planted answer passes the default size and is caught" ||
-    echo "FAIL: $lesson exercise $k: planted answer exit $rc, caught only past the default size: $caught (log $W/$lesson-$k-planted.log)"
+  caught=$(python3 - "$W/$lesson-$k-planted.json" "$by" "$ROOT/scripts" "$lesson" <<'PY' 2>/dev/null || echo no
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import exercise
+r, by = json.load(open(sys.argv[1])), sys.argv[2]
+c, s = r.get("checks", []), r.get("sanitizers", [])
+if by == "default":    # the default size FAILs (not by a timeout)
+    ok = bool(c) and not c[0]["pass"] and not c[0]["result"].startswith(exercise.TIMED_OUT)
+elif by == "timeout":  # some run ended at the TIMEOUT, the line naming its message
+    msg = exercise.lesson_timeout(sys.argv[4])[1] or "?"
+    ok = any(x["result"].startswith(exercise.TIMED_OUT) and x["result"].endswith(msg) for x in c)
+else:                  # the default size PASSes, an awkward size or a sanitizer catches it
+    ok = bool(c) and c[0]["pass"] and (not all(x["pass"] for x in c) or not all(x["clean"] for x in s))
+print("yes" if ok else "no")
+PY
+)
+  case $by in
+    default) what="FAILs the default size" ;;
+    timeout) what="hangs and ends at the exercise's TIMEOUT, its message named" ;;
+    *) what="passes the default size and is caught" ;;
+  esac
+  [ $rc = 1 ] && [ "$caught" = yes ] && echo "ok: $lesson exercise $k: the planted answer $what" ||
+    echo "FAIL: $lesson exercise $k: planted answer (caught-by $by) exit $rc, caught as expected: $caught (log $W/$lesson-$k-planted.log)"
 }
 jobs_max=${SELFTEST_JOBS:-4}
 for p in "${pairs[@]}"; do
