@@ -935,6 +935,8 @@ def correctness(cm, rep, mine_exe, logs, src, sanitize, timed_args, t0, json_pat
     #    "focus", the part the exercises change). None of it is timed, so it shares the GPU, up to
     #    five programs at once; only where the lesson has neither "focus" nor "grade_size" is the
     #    default-size run also your first timed run, and then it runs alone, first.
+    if os.path.exists(os.path.join(logs, "default.json")):  # an earlier check's: no proof of this run
+        os.remove(os.path.join(logs, "default.json"))
     jobs = [("size0", [mine_exe, "--json=" + os.path.join(logs, "default.json")], "default size")]
     for i, a in enumerate(cm["awkward"], 1):
         jobs.append(("size%d" % i, [mine_exe] + shlex.split(a) + ["--repeat=1"], a))
@@ -1055,6 +1057,8 @@ def speed_runs(lesson, rep, graded, ref_exe, mine_exe, logs, runs, timed_args):
 
     def timed(who, path, tag):
         js = os.path.join(logs, "speed-%s.json" % tag)
+        if os.path.exists(js):
+            os.remove(js)
         rc, secs = run_program([path, "--json=" + js] + timed_args, os.path.join(logs, "speed-%s.log" % tag))
         if rc == 124:
             die("the %s run for timing: %s (logs in %s)" % ("reference" if who == "ref" else "your", timeout_line(), logs), 1)
