@@ -1,6 +1,6 @@
 // Lesson 20 of the course (00-23): the tensor-core GEMM ladder, from WMMA to wgmma + TMA on Hopper.
 // Before: lesson 13 (the FP32 SGEMM ladder, FFMA only). Next: lesson 21 (attention).
-// Run: ./build/bin/tensor_core_gemm [--rung=N] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
+// Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
 // the tensor cores. Nine rungs in kernels/N_name.cuh, one file each with its launcher, so that a
@@ -81,6 +81,25 @@ static std::vector<Shape> timed_shapes(const std::string& sizes, int64_t m, int6
     return timed;
 }
 
+// The rungs of --rung: "0" every rung, else one number or a comma-separated list. Bad input exits 2.
+static std::vector<const Rung*> chosen_rungs(const std::string& list) {
+    std::vector<const Rung*> chosen;
+    std::stringstream in(list);
+    for (std::string item; std::getline(in, item, ',');) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 0 || v > kRungs || (v == 0 && list != "0"))
+            lesson::bad_input("--rung=" + list + ": 0 (every rung), or rungs in [1, " + std::to_string(kRungs) +
+                              "], e.g. 6 or 2,6");
+        if (v > 0 && std::find(chosen.begin(), chosen.end(), &kLadder[v - 1]) == chosen.end())
+            chosen.push_back(&kLadder[v - 1]);
+    }
+    if (list == "0")
+        for (const Rung& r : kLadder) chosen.push_back(&r);
+    if (chosen.empty()) lesson::bad_input("--rung=" + list + ": no rung");
+    return chosen;
+}
+
 // Every chosen rung must handle every timed shape; exit 2 otherwise.
 static void require_fits(const std::vector<Shape>& timed, const std::vector<const Rung*>& chosen) {
     for (const Shape& s : timed)
@@ -156,8 +175,8 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, do
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t n = 4096, m = 4096, k = 4096, rung = 0;
-    std::string sizes;
+    int64_t n = 4096, m = 4096, k = 4096;
+    std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
                     "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): nine hand-written tensor-core rungs "
                     "against cublasGemmEx.");
@@ -167,14 +186,12 @@ int main(int argc, char** argv) {
     cli.add_int("k", &k, 16, 16384, "columns of A, rows of B (equal to --n unless given)", 512);
     cli.add_string("sizes", &sizes,
                    "comma-separated square sizes to time, e.g. 1024,2048,4096,8192 (replaces --m/--n/--k)");
-    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
+    cli.add_string("rung", &rungs, "run and check these rungs alone: 6, or a list such as 2,6 (0: every rung)");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
     if (!cli.given("k")) k = n;
     const std::vector<Shape> timed = timed_shapes(sizes, m, n, k);
-    std::vector<const Rung*> chosen;
-    for (int i = 0; i < kRungs; ++i)
-        if (rung == 0 || rung == i + 1) chosen.push_back(&kLadder[i]);
+    const std::vector<const Rung*> chosen = chosen_rungs(rungs);
     require_fits(timed, chosen);
     // CPU-checked shapes: 1024^3 (every element), a non-square one, and one for rungs 1-2 whose
     // sizes are multiples of 16 but not of their tiles.
@@ -215,7 +232,8 @@ int main(int argc, char** argv) {
     std::vector<const Rung*> ladder;  // the chosen rungs this GPU and this build can run
     for (const Rung* r : chosen)
         if (gate.run(std::string("rung ") + r->name, r->needs)) ladder.push_back(r);
-    if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
+    // Rungs named by --rung must all run: a list with one this GPU cannot run is a SKIP too.
+    if (gate.none_ran() || (rungs != "0" && ladder.size() < chosen.size())) return report.skip(gate.reason(), opt.json);
     const bool any_sm90a = std::any_of(ladder.begin(), ladder.end(), [](const Rung* r) { return r->needs.sm90a; });
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     if (any_sm90a) encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime

@@ -1,6 +1,6 @@
 // Lesson 21 of the course (00-23): flash attention, O = softmax(Q K^T / sqrt(d)) V.
 // Before: lesson 20 (the tensor-core GEMM ladder). Next: lesson 22.
-// Run: ./build/bin/flash_attention [--quick] [--rung=N]   (--help lists every flag; README.md is the handout)
+// Run: ./build/bin/flash_attention [--quick] [--rung=N[,N]]   (--help lists every flag; README.md is the handout)
 //
 // Scaled dot-product attention forward, bf16 Q, K, V, O ([heads][N][d], heads = batch x heads),
 // fp32 softmax statistics, d = 64 and 128, optionally causal. The ladder (kernels/N_name.cuh):
@@ -119,16 +119,31 @@ static std::vector<int> parse_lengths(const std::string& n_list) {
     return ns;
 }
 
+// --rung: "0" every rung, else one rung or a list, as bits (rung r: bit r - 1). Bad input exits 2.
+static uint32_t parse_rungs(const std::string& list) {
+    uint32_t mask = 0;
+    std::stringstream in(list == "0" ? "" : list);
+    for (std::string item; std::getline(in, item, ',');) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 1 || v > kRungs)
+            lesson::bad_input("--rung=" + list + ": 0 (every rung), or rungs in [1, 9], e.g. 8 or 3,8");
+        mask |= 1u << (v - 1);
+    }
+    if (list != "0" && mask == 0) lesson::bad_input("--rung=" + list + ": no rung");
+    return mask;
+}
+
 // Which chosen rung runs at which d: the gate compares each rung's needs (rung_needs) with this
 // GPU's limits, or those of the class LESSON_GPU_LIMITS names, and with the image the driver
 // loaded; it prints one line per skip (one per rung when both d skip for the same reason).
-static Plan choose_rungs(lesson::Gate& gate, int64_t rung, const std::vector<int>& ds) {
+static Plan choose_rungs(lesson::Gate& gate, uint32_t rungs, const std::vector<int>& ds) {
     const lesson::GpuLimits& gpu = lesson::gpu_limits();
     for (int d : ds) g_mma_stages[d == 128] = rung6::stages_that_fit(d, gpu.smem_optin);
     Plan plan{kLadder, std::vector<std::array<bool, 2>>(kRungs, {false, false}), {}};
     auto& run_at = plan.run_at;
     for (int i = 0; i < kRungs; ++i) {
-        if (rung != 0 && rung != i + 1) continue;
+        if (rungs != 0 && !(rungs >> i & 1)) continue;
         std::vector<std::string> why;
         for (int d : ds) why.push_back(lesson::why_not(rung_needs(i, d), gpu));
         const bool one_line = std::all_of(why.begin(), why.end(), [&](const std::string& w) { return w == why[0]; });
@@ -193,10 +208,10 @@ static void measure_yardsticks(Context& c, int gemm_n) {
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t batch = 2, heads = 8, d_flag = 0, rung = 0, decode_n = 65536, decode_batch = 8, decode_heads = 32;
+    int64_t batch = 2, heads = 8, d_flag = 0, decode_n = 65536, decode_batch = 8, decode_heads = 32;
     int64_t long_n = 131072, long_heads = 4;
     bool causal = false;
-    std::string n_list = "2048,8192";
+    std::string n_list = "2048,8192", rung_list = "0";
     lesson::Cli cli(
         "flash_attention",
         "attention forward O = softmax(Q K^T / sqrt(d)) V in bf16: a softmax ladder, the standard "
@@ -207,7 +222,7 @@ int main(int argc, char** argv) {
     cli.add_string("n", &n_list, "comma-separated sequence lengths to time (default 2048,8192; --quick 256)");
     cli.add_int("d", &d_flag, 0, 128, "head dimension: 64 or 128 (0: both)");
     cli.add_switch("causal", &causal, "time the causal (lower-triangular) attention (the checks do both)");
-    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
+    cli.add_string("rung", &rung_list, "run and check these rungs alone: 8, or a list such as 3,8 (0: every rung)");
     cli.add_int("decode-n", &decode_n, 1, 1 << 22, "keys of the decode rung (--quick 4096)", 1000);
     cli.add_int("decode-batch", &decode_batch, 1, 4096, "batch of the decode rung", 2);
     cli.add_int("decode-heads", &decode_heads, 1, 4096, "heads of the decode rung", 2);
@@ -227,6 +242,7 @@ int main(int argc, char** argv) {
     if (d_flag != 0 && d_flag != 64 && d_flag != 128)
         lesson::bad_input("--d=" + std::to_string(d_flag) + ": allowed 0, 64, 128");
     const std::vector<int> ns = parse_lengths(n_list);
+    const uint32_t rungs = parse_rungs(rung_list);
     const int64_t bh = batch * heads, dbh = decode_batch * decode_heads;
     if (bh > 65535 || dbh > 65535 || long_heads > 65535)
         lesson::bad_input("--batch x --heads (and --decode-batch x --decode-heads, --long-heads) must be <= 65535");
@@ -248,8 +264,10 @@ int main(int argc, char** argv) {
     report.config("tolerance_rel_l2", kTol);
 
     lesson::Gate gate(report);
-    const Plan plan = choose_rungs(gate, rung, ds);
-    if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
+    const Plan plan = choose_rungs(gate, rungs, ds);
+    // Rungs named by --rung must all run: a list with one this GPU cannot run is a SKIP too.
+    if (gate.none_ran() || (rungs != 0 && int(plan.ladder.size()) < __builtin_popcount(rungs)))
+        return report.skip(gate.reason(), opt.json);
     note_smaller_ring(report, plan, ds);
     CUBLAS_CHECK(cublasCreate(&g_cublas));
     Context c{report, prop, plan, uint64_t(opt.seed), int(opt.repeat), opt.inject_fault};
@@ -263,7 +281,7 @@ int main(int argc, char** argv) {
         for (int N : ns) time_size(c, bh, N, d, causal, N == ns.back() && d == ds.back(), key);
     if (long_n > 0 && plan.runs(5, ds.back()))  // part 3: a sequence rung 4 cannot hold
         long_run(c, kLadder[5], long_n, long_heads, ds.back(), causal);
-    if (rung == 0 || rung == 7) decode_part(c, kLadder[6], ds, decode_n, dbh);  // part 4: decode
+    if (rungs == 0 || (rungs >> 6 & 1)) decode_part(c, kLadder[6], ds, decode_n, dbh);  // part 4: decode
 
     report.note("inputs: Q uniform on multiples of 4/128 in [-4, 4), K and V of 1/128 in [-1, 1): exact in bf16");
     report.note("TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; " +

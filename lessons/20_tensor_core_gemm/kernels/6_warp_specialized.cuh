@@ -36,6 +36,24 @@ struct Smem {
 };
 constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;
 
+#if defined(PTX_SM90A)
+// The wgmma descriptor of one k16 slice of B (common.cuh's desc_b, written out field by field).
+// B's stage holds four 64 x 64 boxes (columns n0 + 64j of a 64-row k-tile), each as TMA wrote it:
+// 64 k-rows of 128 bytes, 128-byte swizzle, 1024-byte aligned.
+__device__ __forceinline__ uint64_t b_descriptor(const bf16* slice) {
+    // EXERCISE 5 BEGIN: B's descriptor at `slice`: start address, LBO, SBO (each bytes >> 4), swizzle mode
+    // HINT: B is N-major: a core matrix is 8 k-rows of 8 contiguous n; a swizzled 128-byte row holds 64 n
+    // HINT: LBO (bits 16-29): the step along N to the next 64 columns; SBO (bits 32-45): to the next 8 k-rows
+    // HINT: start address (bits 0-13): smem_addr(slice) >> 4; the 128-byte swizzle is 1 in bits 62-63
+    // STUB: return 0;
+    const uint64_t start = (smem_addr(slice) & 0x3FFFF) >> 4;
+    const uint64_t lbo = 8192 >> 4;  // next 64 columns of N: the next 64 x 64 box, 64 * 128 bytes on
+    const uint64_t sbo = 1024 >> 4;  // next 8 k-rows: 8 * 128 bytes on, one swizzle atom
+    return start | (lbo << 16) | (sbo << 32) | (uint64_t(1) << 62);
+    // EXERCISE 5 END
+}
+#endif
+
 __global__ void __launch_bounds__(kThreads, 1)
     wgmmaWarpSpecialized(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
                          int M, int N, int K) {
@@ -60,7 +78,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (tid == 0) {
             for (int kt = 0; kt < kTiles; ++kt) {
                 const int st = kt % kStages;
-                mbar_wait(&s.empty[st], ((kt / kStages) & 1) ^ 1);  // stage free (first round: at once)
+                // EXERCISE 6 BEGIN: the parity of empty[st]'s phase the producer waits for in round kt / kStages
+                // HINT: phase p of empty[st] completes when its 8 arrivals of round p do; the phase bit then flips
+                // HINT: mbar_wait(bar, parity) returns once the last phase of that parity has completed
+                // HINT: round r refills what round r - 1 emptied; a fresh barrier counts as having completed phase -1
+                // TIMEOUT: 90 an mbarrier phase that never completes: the parity the producer waits on (empty barrier)
+                // STUB: const uint32_t empty_parity = 0;
+                const uint32_t empty_parity = ((kt / kStages) & 1) ^ 1;
+                // EXERCISE 6 END
+                mbar_wait(&s.empty[st], empty_parity);  // stage free (first round: at once)
                 mbar_arrive_expect_tx(&s.full[st], kStageBytes);
                 for (int i = 0; i < kBM / 64; ++i)
                     tma_load(s.A[st] + i * 64 * 64, &tma_A, kt * kBK, m0 + 64 * i, &s.full[st]);
@@ -78,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < kBK / 16; ++kk)
-                wgmma_m64n256k16(d, desc_a(s.A[st] + c * 64 * 64 + 16 * kk), desc_b(s.B[st] + 16 * 64 * kk), 1);
+                wgmma_m64n256k16(d, desc_a(s.A[st] + c * 64 * 64 + 16 * kk), b_descriptor(s.B[st] + 16 * 64 * kk), 1);
             wgmma_commit();
             wgmma_wait<0>();
             fence_acc(d);

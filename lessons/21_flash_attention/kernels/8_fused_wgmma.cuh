@@ -136,6 +136,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int jn = 0; jn < kBN / 8; ++jn) mx = fmaxf(mx, fmaxf(sc[4 * jn + 2 * h], sc[4 * jn + 2 * h + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the row's 4 threads: lanes 4g..4g+3
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            // EXERCISE 5 BEGIN: row h's online softmax: new max mx, p = exp of the scores, l and o rescaled to it
+            // HINT: in log2 units: p = exp2(s * sl - mx * sl), alpha = exp2(m_run * sl - mx * sl) = e^(m_old - m_new)
+            // HINT: mx == -INFINITY (every key so far masked): subtract 0 instead, or -inf - -inf gives NaN
+            // HINT: row h's entries are sc[4 jn + 2h] and sc[4 jn + 2h + 1]; its output columns o[4 dn + 2h], +1
+            // HINT: l = l * alpha + (this thread's sum of the new p); o holds e^(s - m_old) weights: times alpha too
+            // STUB: m_run[h] = mx;
             const float ref = mx == -INFINITY ? 0.f : mx * sl;  // a row with no key yet: nothing to scale
             const float alpha = exp2_ftz(m_run[h] * sl - ref);  // exp2(-inf) = 0 on the first tile
             m_run[h] = mx;
@@ -153,6 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 o[4 * dn + 2 * h] *= alpha;
                 o[4 * dn + 2 * h + 1] *= alpha;
             }
+            // EXERCISE 5 END
         }
         // P as the A operand of P V: the accumulator blocks 2kk and 2kk+1 (keys 16kk..16kk+15) are
         // the four A registers of k-step kk: (row g, keys 2t..), (g + 8, 2t..), (g, 8+2t..), (g + 8, 8+2t..).
