@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 3 of 8: sequential addressing.
+// Lesson 14 of the course (reduction), rung 3 of 9: sequential addressing.
 //
 // The tree folded the other way: in step s the first s threads add the value s
 // places away (s = kThreads / 2, ..., 1). The working threads are contiguous
@@ -9,7 +9,7 @@
 // every block still idle from the first step on, and each pass writes its
 // partial sums to memory for the next pass to read back.
 // Before: rung 2 (kernels/2_strided_index.cuh). Next: rung 4
-// (kernels/4_coarsened.cuh), many values per thread before the tree.
+// (kernels/4_first_add.cuh), two values per thread before the tree.
 // Run: ./build/bin/reduction --rung=3   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>

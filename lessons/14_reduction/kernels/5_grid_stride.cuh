@@ -1,16 +1,15 @@
-// Lesson 14 of the course (reduction), rung 4 of 8: first add during the load, grid-stride loop.
+// Lesson 14 of the course (reduction), rung 5 of 9: grid-stride loop over one wave of blocks.
 //
-// Rungs 1-3 give each thread one value, so half of them idle from the first
-// step of the tree, and a pass over n values launches n / kThreads blocks.
-// Here each thread first adds up many values in a register (thread coarsening):
-// two values a block width apart (the first add, during the load), then the
-// next pair a whole grid further on (grid-stride loop), until the input ends.
-// The grid is a fixed number of blocks (Scratch::grid, one full wave of
-// resident blocks), so the first pass leaves only `grid` partial sums; the tree
-// in shared memory (rung 3's) runs once per block instead of once per 256 values.
-// Before: rung 3 (kernels/3_sequential.cuh). Next: rung 5
-// (kernels/5_warp_shuffle.cuh), the last warp of the tree with shuffles.
-// Run: ./build/bin/reduction --rung=4   (this rung alone, beside CUB; README.md is the handout)
+// Rung 4 still launches n / (2 kThreads) blocks per pass, each adding one pair
+// per thread. Here the grid is a fixed number of blocks (Scratch::grid, one
+// full wave of resident blocks) and each thread keeps going: after its pair it
+// steps a whole grid further on and adds the next pair into a register
+// (grid-stride loop), until the input ends. The first pass then leaves only
+// `grid` partial sums, and the tree in shared memory (rung 3's) runs once per
+// block instead of once per 512 values.
+// Before: rung 4 (kernels/4_first_add.cuh). Next: rung 6
+// (kernels/6_warp_shuffle.cuh), the last warp of the tree with shuffles.
+// Run: ./build/bin/reduction --rung=5   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -20,7 +19,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung4 {
+namespace rung5 {
 
 constexpr int kThreads = 256;  // a power of two: the tree halves it down to 1
 constexpr int kLevels = 8;     // log2(kThreads): additions on every path through the tree
@@ -56,4 +55,4 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
-}  // namespace rung4
+}  // namespace rung5

@@ -1,15 +1,15 @@
-// Lesson 14 of the course (reduction), rung 5 of 8: the last warp with __shfl_down_sync.
+// Lesson 14 of the course (reduction), rung 6 of 9: the last warp with __shfl_down_sync.
 //
-// Rung 4's tree ends with five steps in which fewer than 32 threads work, each
+// Rung 5's tree ends with five steps in which fewer than 32 threads work, each
 // step a round trip through shared memory plus a __syncthreads() for the whole
 // block. Once 64 values are left, one warp finishes alone: each lane adds a
 // pair, then five shuffles (lane i adds the register of lane i + offset,
 // offset = 16, 8, 4, 2, 1) leave the block's total in lane 0. No lockstep is
 // assumed: __shfl_down_sync names the lanes taking part (all 32) and waits for
 // each of them, so no barrier is needed between those steps.
-// Before: rung 4 (kernels/4_coarsened.cuh). Next: rung 6
-// (kernels/6_cooperative_groups.cuh), the same warp step with cg::reduce.
-// Run: ./build/bin/reduction --rung=5   (this rung alone, beside CUB; README.md is the handout)
+// Before: rung 5 (kernels/5_grid_stride.cuh). Next: rung 7
+// (kernels/7_cooperative_groups.cuh), the same warp step with cg::reduce.
+// Run: ./build/bin/reduction --rung=6   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung5 {
+namespace rung6 {
 
 constexpr int kThreads = 256;  // a power of two, at least 64: the tree halves it down to 64
 constexpr int kLevels = 8;     // log2(kThreads): 2 tree steps, the pair, 5 shuffles
@@ -59,4 +59,4 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
-}  // namespace rung5
+}  // namespace rung6

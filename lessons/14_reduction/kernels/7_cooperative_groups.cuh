@@ -1,15 +1,15 @@
-// Lesson 14 of the course (reduction), rung 6 of 8: cooperative groups, cg::reduce.
+// Lesson 14 of the course (reduction), rung 7 of 9: cooperative groups, cg::reduce.
 //
-// Rung 5's last warp, written with cooperative groups: the block is split into
+// Rung 6's last warp, written with cooperative groups: the block is split into
 // tiles of 32 threads (thread_block_tile<32>, one warp each), and
 // cg::reduce(warp, value, cg::plus<float>()) sums the 32 lanes' values and
 // gives the total to every lane. It compiles to the same five shuffle steps
 // (a butterfly: shfl_xor with 16, 8, 4, 2, 1); for 32-bit integers on sm_80
 // and newer it becomes a single redux.sync instruction. The group says which
 // threads take part, so there is no lane mask to get wrong.
-// Before: rung 5 (kernels/5_warp_shuffle.cuh). Next: rung 7
-// (kernels/7_float4_two_kernels.cuh), 16-byte loads and one pass.
-// Run: ./build/bin/reduction --rung=6   (this rung alone, beside CUB; README.md is the handout)
+// Before: rung 6 (kernels/6_warp_shuffle.cuh). Next: rung 8
+// (kernels/8_float4_two_kernels.cuh), 16-byte loads and one pass.
+// Run: ./build/bin/reduction --rung=7   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -21,7 +21,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung6 {
+namespace rung7 {
 
 namespace cg = cooperative_groups;
 
@@ -63,4 +63,4 @@ inline Pass launch(const float* in, size_t count, float* out, const Scratch<floa
     return {blocks, 1 + trips + kLevels};                                   // the pair, the chain in `sum`, the tree
 }
 
-}  // namespace rung6
+}  // namespace rung7

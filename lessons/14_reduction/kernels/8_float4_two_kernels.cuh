@@ -1,6 +1,6 @@
-// Lesson 14 of the course (reduction), rung 7 of 8: 16-byte loads, one pass, a tiny finish kernel.
+// Lesson 14 of the course (reduction), rung 8 of 9: 16-byte loads, one pass, a tiny finish kernel.
 //
-// Rung 6 reads 4 bytes per load and finishes in several passes. Here:
+// Rung 7 reads 4 bytes per load and finishes in several passes. Here:
 //  - each thread loads 16 bytes at a time (float4: four values per load), and
 //    kUnroll of them before it adds any (kUnroll independent accumulators):
 //    64 bytes in flight per thread instead of 8, which is what keeps an HBM3
@@ -16,9 +16,9 @@
 // The kernels are templates: T = float, Acc = float for the ladder, and
 // T = int, Acc = long long for the integer sum that must match the CPU exactly.
 // `in` must be 16-byte aligned (cudaMalloc gives 256).
-// Before: rung 6 (kernels/6_cooperative_groups.cuh). Next: rung 8
-// (kernels/8_last_block.cuh), the finish inside the same kernel.
-// Run: ./build/bin/reduction --rung=7   (this rung alone, beside CUB; README.md is the handout)
+// Before: rung 7 (kernels/7_cooperative_groups.cuh). Next: rung 9
+// (kernels/9_last_block.cuh), the finish inside the same kernel.
+// Run: ./build/bin/reduction --rung=8   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -29,7 +29,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung7 {
+namespace rung8 {
 
 namespace cg = cooperative_groups;
 
@@ -37,7 +37,7 @@ constexpr int kThreads = 256;  // a power of two, at least 64: the tree halves i
 constexpr int kLevels = 8;     // log2(kThreads): 2 tree steps, the pair, 5 shuffles
 constexpr int kUnroll = 4;     // 16-byte loads in flight per thread, one accumulator each
 
-// The block's total, valid in thread 0: rung 6's tree and last warp, as a
+// The block's total, valid in thread 0: rung 7's tree and last warp, as a
 // function, because two kernels use it.
 template <class Acc>
 __device__ Acc blockReduce(Acc v) {
@@ -119,4 +119,4 @@ Pass launch(const T* in, size_t n, Acc* out, const Scratch<Acc>& s) {
     return {1, 2 + chain + 2 + kLevels + finish};
 }
 
-}  // namespace rung7
+}  // namespace rung8
