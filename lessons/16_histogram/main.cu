@@ -11,8 +11,9 @@
 //   2 shared           a private histogram per block in shared memory, merged
 //                      with one global atomic per bin per block
 //   3 warp-aggregated  rung 2 with one shared atomic per distinct bin per warp
-//   4 wide             rung 2 with 16-byte loads, grid-stride, one wave of blocks
-//   5 lane copies      rung 4 with a copy of the histogram per lane: no two
+//   4 vector loads     rung 2 with one 16-byte load per 16 bytes
+//   5 grid-stride      rung 4 with a grid of one wave of blocks walking the input
+//   6 lane copies      rung 5 with a copy of the histogram per lane: no two
 //                      lanes of a warp ever hit one counter or one bank
 // cub::DeviceHistogram::HistogramEven on the same bytes is the yardstick. Every
 // bin of every run is compared exactly with a CPU histogram, and the bins must
@@ -44,8 +45,9 @@
 #include "kernels/1_global.cuh"
 #include "kernels/2_shared.cuh"
 #include "kernels/3_warp_aggregated.cuh"
-#include "kernels/4_wide.cuh"
-#include "kernels/5_lane_copies.cuh"
+#include "kernels/4_vector_loads.cuh"
+#include "kernels/5_grid_stride.cuh"
+#include "kernels/6_lane_copies.cuh"
 
 // The ladder, in order. Every launcher adds the counts of d_in[0..n) to the
 // 256 counters at d_hist, which must hold zeros.
@@ -58,8 +60,9 @@ static const Rung kRungs[] = {
     {"1 global atomics", rung1::launch},
     {"2 shared, one per block", rung2::launch},
     {"3 warp-aggregated (match_any)", rung3::launch},
-    {"4 wide: 16 B loads, grid-stride", rung4::launch},
-    {"5 lane copies [bin][lane]", rung5::launch},
+    {"4 16 B loads", rung4::launch},
+    {"5 grid-stride, one wave", rung5::launch},
+    {"6 lane copies [bin][lane]", rung6::launch},
 };
 constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
 
@@ -114,7 +117,7 @@ int main(int argc, char** argv) {
     std::vector<unsigned int> h_hist(kBins), h_timed(kBins);
     uint8_t* d_in = nullptr;
     unsigned int* d_hist = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_in, N));  // 256-byte aligned: rungs 4 and 5 read it 16 bytes at a time
+    CUDA_CHECK(cudaMalloc(&d_in, N));  // 256-byte aligned: rungs 4 to 6 read it 16 bytes at a time
     CUDA_CHECK(cudaMalloc(&d_hist, kHistBytes));
 
     // CUB: ask how much temporary storage it needs (d_temp == nullptr does no

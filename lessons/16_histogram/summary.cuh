@@ -1,7 +1,7 @@
 // Lesson 16 of the course (histogram): the report. GB/s of input bytes read (n per call), against
 // the DRAM bound of a pure read stream (1 read : 0 writes) measured now, and against CUB on the
 // same input; both are left ungraded where n bytes fit in the L2. Then contention (skewed /
-// uniform time), the occupancy of rungs 4 and 5, the key result and the targets.
+// uniform time), the occupancy of rungs 5 and 6, the key result and the targets.
 // Before: main.cu checks and times CUB and every rung on each input.
 // Run: ./build/bin/histogram [--quick]   (README.md is the handout)
 #pragma once
@@ -65,11 +65,11 @@ static void report_histogram(lesson::Report& report, const cudaDeviceProp& prop,
             if (ms[0][k] > 0)
                 report.metric(std::string(kRungs[k].name) + ": skewed / uniform time", ms[0][k] / ms[1][k], "x");
     }
-    int per_sm4 = 0, per_sm5 = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm4, rung4::histogramWide, rung4::kThreads, 0));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm5, rung5::histogramLaneCopies, rung5::kThreads, 0));
-    report.metric("resident blocks per SM, rung 4 (1 KB shared)", per_sm4, "blocks");
-    report.metric("resident blocks per SM, rung 5 (32 KB shared)", per_sm5, "blocks");
+    int per_sm5 = 0, per_sm6 = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm5, rung5::histogramGridStride, rung5::kThreads, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm6, rung6::histogramLaneCopies, rung6::kThreads, 0));
+    report.metric("resident blocks per SM, rung 5 (1 KB shared)", per_sm5, "blocks");
+    report.metric("resident blocks per SM, rung 6 (32 KB shared)", per_sm6, "blocks");
 
     report.key_result("best rung " + best_text + " at n=" + size_text(n) + " (the input furthest behind CUB)",
                       worst_vs_cub, "CUB", lesson::Against::Yardstick, in_l2);

@@ -1,4 +1,4 @@
-// Lesson 16 of the course (the histogram ladder), rung 1 of 5: global atomics.
+// Lesson 16 of the course (the histogram ladder), rung 1 of 6: global atomics.
 // Run this rung alone: ./build/bin/histogram --rung=1   (lesson 16 of the course, 00-23)
 //
 // Here:   each thread reads one byte and adds 1 to its bin of the 256 counters

@@ -1,4 +1,4 @@
-// Lesson 16 of the course (the histogram ladder), rung 2 of 5: privatization.
+// Lesson 16 of the course (the histogram ladder), rung 2 of 6: privatization.
 // Run this rung alone: ./build/bin/histogram --rung=2   (lesson 16 of the course, 00-23)
 //
 // Before: rung 1 sent every byte's add to the same 1 KB in the L2.
@@ -11,7 +11,7 @@
 //         still take turns in shared memory; one 1-byte load per byte.
 // Next:   rung 3 aggregates a warp's equal bins first
 //         (diff kernels/2_shared.cuh kernels/3_warp_aggregated.cuh);
-//         rung 4 also starts from this file (diff kernels/2_shared.cuh kernels/4_wide.cuh).
+//         rung 4 also starts from this file (diff kernels/2_shared.cuh kernels/4_vector_loads.cuh).
 // Run:    ./build/bin/histogram --rung=2
 #pragma once
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-// Lesson 16 of the course (the histogram ladder), rung 3 of 5: warp-aggregated atomics.
+// Lesson 16 of the course (the histogram ladder), rung 3 of 6: warp-aggregated atomics.
 // Run this rung alone: ./build/bin/histogram --rung=3   (lesson 16 of the course, 00-23)
 //
 // Before: rung 2, one shared atomic per byte.
@@ -7,10 +7,12 @@
 //         group's size, the others add nothing. On the skewed input a warp's
 //         32 bytes fall into about a dozen bins: a dozen adds instead of 32,
 //         and never two on one counter.
-// Lacks:  the match costs instructions on every byte of either input, and
-//         saves nothing where the lanes rarely agree (uniform bytes).
+// Lacks:  its cost grows with the number of different bins in a warp: the
+//         leaders' adds, one per bin, take turns, and the match itself may
+//         cost more when the lanes disagree; where they rarely agree (uniform
+//         bytes) it saves nothing.
 // Next:   rung 4 goes back to rung 2's plain atomics and widens the loads
-//         (diff kernels/2_shared.cuh kernels/4_wide.cuh).
+//         (diff kernels/2_shared.cuh kernels/4_vector_loads.cuh).
 // Run:    ./build/bin/histogram --rung=3
 #pragma once
 #include <cuda_runtime.h>
