@@ -7,10 +7,10 @@
 //         group's size, the others add nothing. On the skewed input a warp's
 //         32 bytes fall into about a dozen bins: a dozen adds instead of 32,
 //         and never two on one counter.
-// Lacks:  its cost grows with the number of different bins in a warp: the
-//         leaders' adds, one per bin, take turns, and the match itself may
-//         cost more when the lanes disagree; where they rarely agree (uniform
-//         bytes) it saves nothing.
+// Lacks:  its cost is not a fixed price per byte: it grows with the number
+//         of different bins in a warp (one leader's add per bin, and a match
+//         whose cost may depend on how many values differ). Where the lanes
+//         rarely agree (uniform bytes) it saves nothing and pays the most.
 // Next:   rung 4 goes back to rung 2's plain atomics and widens the loads
 //         (diff kernels/2_shared.cuh kernels/4_vector_loads.cuh).
 // Run:    ./build/bin/histogram --rung=3
