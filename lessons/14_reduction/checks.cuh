@@ -1,5 +1,5 @@
-// Lesson 14 of the course (reduction), the checks after the ladder: rung 9 at several grid sizes,
-// the exact integer sums of rungs 8 and 9, and every rung and CUB on exactly summable floats.
+// Lesson 14 of the course (reduction), the checks after the ladder: rung 11 at several grid sizes,
+// the exact integer sums of rungs 10 and 11, and every rung and CUB on exactly summable floats.
 // Before: main.cu runs, checks and times the ladder and CUB. Next: main.cu reports it.
 // Run: ./build/bin/reduction [--quick]   (README.md is the handout)
 #pragma once
@@ -21,48 +21,48 @@
 
 #include "occupancy.cuh"  // Grids
 
-// 6. One rung, several grid sizes: rung 9 with 1, 2, ... blocks per SM sums the same
+// 6. One rung, several grid sizes: rung 11 with 1, 2, ... blocks per SM sums the same
 //    floats in different orders, which round differently. Every sum is inside its own
-//    bound; they may differ from each other in the last bits. Rung 8 at rung 9's grid
-//    adds in exactly rung 9's order: the same bits (sum9: rung 9's sum in the ladder).
+//    bound; they may differ from each other in the last bits. Rung 10 at rung 11's grid
+//    adds in exactly rung 11's order: the same bits (sum11: rung 11's sum in the ladder).
 static void check_grid_sizes(lesson::Report& report, const Buffers& buf, size_t N, const verify::SumReference& ref,
-                             const Grids& g, int sms, int64_t rung_only, float sum9) {
+                             const Grids& g, int sms, int64_t rung_only, float sum11) {
     float lo = INFINITY, hi = -INFINITY;
-    for (unsigned per_sm = 1; per_sm * sms <= g.grid[kRung9]; ++per_sm) {
+    for (unsigned per_sm = 1; per_sm * sms <= g.grid[kRung11]; ++per_sm) {
         const Scratch<float> s{buf.d_partials, buf.d_counter, per_sm * unsigned(sms)};
         CUDA_CHECK(cudaMemset(buf.d_a, 0xFF, sizeof(float)));
-        const Pass p = rung9::launch<float, float>(buf.d_in, N, buf.d_a, s);
+        const Pass p = rung11::launch<float, float>(buf.d_in, N, buf.d_a, s);
         const float sum = copy_out(buf.d_a);
         report.check(verify::check_float_sum(sum, ref, p.depth, "8 at " + std::to_string(s.grid) + " blocks"));
         char line[160];
-        std::snprintf(line, sizeof line, "rung 9 at %5u blocks (%u per SM): float sum %.1f (ref %+.2f)", s.grid, per_sm,
+        std::snprintf(line, sizeof line, "rung 11 at %5u blocks (%u per SM): float sum %.1f (ref %+.2f)", s.grid, per_sm,
                       double(sum), double(sum) - ref.sum);
         report.note(line);
         lo = std::min(lo, sum);
         hi = std::max(hi, sum);
     }
-    report.metric("rung 9: largest - smallest float sum over the grid sizes", double(hi) - double(lo), "");
-    report.metric("rung 9: spacing of floats at the sum (1 ulp)", double(std::nextafter(hi, INFINITY) - hi), "");
+    report.metric("rung 11: largest - smallest float sum over the grid sizes", double(hi) - double(lo), "");
+    report.metric("rung 11: spacing of floats at the sum (1 ulp)", double(std::nextafter(hi, INFINITY) - hi), "");
     if (rung_only == 0) {
-        const Scratch<float> s{buf.d_partials, buf.d_counter, g.grid[kRung9]};
+        const Scratch<float> s{buf.d_partials, buf.d_counter, g.grid[kRung11]};
         CUDA_CHECK(cudaMemset(buf.d_a, 0xFF, sizeof(float)));
-        rung8::launch<float, float>(buf.d_in, N, buf.d_a, s);
+        rung10::launch<float, float>(buf.d_in, N, buf.d_a, s);
         report.check(
-            verify::check_same_bits(copy_out(buf.d_a), sum9, "rung 8 at rung 9's grid: the same bits as rung 9"));
+            verify::check_same_bits(copy_out(buf.d_a), sum11, "rung 10 at rung 11's grid: the same bits as rung 11"));
     }
 }
 
-// 7. The integer sum with rungs 8 and 9 (T = int, Acc = long long): exact, so every
-//    order and every grid gives the CPU's bits. Returns rung 9's time on it (0: not run).
+// 7. The integer sum with rungs 10 and 11 (T = int, Acc = long long): exact, so every
+//    order and every grid gives the CPU's bits. Returns rung 11's time on it (0: not run).
 static double check_integer_sums(lesson::Report& report, const Buffers& buf, size_t N, int64_t ref_int, const Grids& g,
                                  const lesson::CommonOptions& opt, int64_t rung_only) {
     double int_ms = 0;
-    for (int k : {kRung8, kRung9}) {
+    for (int k : {kRung10, kRung11}) {
         if (!selected(rung_only, k)) continue;
-        const Scratch<long long> s{buf.d_partials64, buf.d_counter, k == kRung8 ? g.grid8i : g.grid9i};
+        const Scratch<long long> s{buf.d_partials64, buf.d_counter, k == kRung10 ? g.grid10i : g.grid11i};
         auto launch = [&](const Scratch<long long>& sc) {
-            return k == kRung8 ? rung8::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc)
-                               : rung9::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc);
+            return k == kRung10 ? rung10::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc)
+                               : rung11::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc);
         };
         for (unsigned grid : {s.grid, std::max(1u, s.grid / 2)}) {
             CUDA_CHECK(cudaMemset(buf.d_sum64, 0xFF, sizeof(long long)));
@@ -73,7 +73,7 @@ static double check_integer_sums(lesson::Report& report, const Buffers& buf, siz
                                                  "rung " + std::to_string(k + 1) + ", int32 -> int64 at " +
                                                      std::to_string(grid) + " blocks: the CPU's bits"));
         }
-        if (k == kRung9) int_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch(s); });
+        if (k == kRung11) int_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch(s); });
     }
     return int_ms;
 }

@@ -1,4 +1,4 @@
-// Lesson 14 of the course (00-23): reduction, a ladder of nine kernels against CUB.
+// Lesson 14 of the course (00-23): reduction, a ladder of eleven kernels against CUB.
 // Before: lesson 13 (13_matmul_ladder). Next: lesson 15 (15_scan).
 // Run: ./build/bin/reduction [--quick]   (--help lists every flag; README.md is the handout)
 //
@@ -10,12 +10,14 @@
 //   5 grid stride      one wave of blocks, each thread loops over many pairs first
 //   6 warp shuffle     the last 64 values in one warp with __shfl_down_sync
 //   7 cg::reduce       the same warp step with cooperative groups
-//   8 float4, 2 kernels  16-byte loads, 4 accumulators, one pass + a one-block finish
-//   9 last block       the finish inside the kernel: the last block to take a ticket adds the partials
+//   8 one pass         a one-wave grid, then a one-block finish kernel in a fixed order
+//   9 float4           16-byte loads, one in flight per thread
+//  10 float4 x4        four 16-byte loads in flight, four accumulators
+//  11 last block       the finish inside the kernel: the last block to take a ticket adds the partials
 // Rungs 1-7 reduce n values to one per block; run_rung() launches passes until one
 // value is left. cub::DeviceReduce::Sum on the same floats is the yardstick (--rung=N runs
 // one rung beside it). Every sum is checked against a compensated double sum on the CPU,
-// within the error bound of its own summation order; rungs 8 and 9 also sum int32 values
+// within the error bound of its own summation order; rungs 10 and 11 also sum int32 values
 // into int64, which must match the CPU bit for bit; and every rung and CUB sum
 // integer-valued floats whose every partial sum is exact, so that they too must match the
 // int64 sum bit for bit (checks.cuh).
@@ -48,8 +50,10 @@
 #include "kernels/5_grid_stride.cuh"
 #include "kernels/6_warp_shuffle.cuh"
 #include "kernels/7_cooperative_groups.cuh"
-#include "kernels/8_float4_two_kernels.cuh"
-#include "kernels/9_last_block.cuh"
+#include "kernels/8_one_pass_finish.cuh"
+#include "kernels/9_float4.cuh"
+#include "kernels/10_float4_unrolled.cuh"
+#include "kernels/11_last_block.cuh"
 
 // The ladder, in order. A launcher reduces `count` floats at `in` to Pass::values
 // floats at `out` (kernels/common.cuh); `kernel` is its main kernel, for the
@@ -69,13 +73,17 @@ static const Rung kRungs[] = {
     {"5 grid-stride, one wave", rung5::launch, (const void*)rung5::reduceCoarsened, rung5::kThreads},
     {"6 last warp: __shfl_down_sync", rung6::launch, (const void*)rung6::reduceWarpShuffle, rung6::kThreads},
     {"7 last warp: cg::reduce", rung7::launch, (const void*)rung7::reduceCg, rung7::kThreads},
-    {"8 float4 x4, finish kernel", rung8::launch<float, float>, (const void*)rung8::reduceVec4<float, float>,
+    {"8 one pass, finish kernel", rung8::launch<float, float>, (const void*)rung8::reduceOnePass<float, float>,
      rung8::kThreads},
-    {"9 float4 x4, last block finishes", rung9::launch<float, float>, (const void*)rung9::reduceLastBlock<float, float>,
+    {"9 float4, finish kernel", rung9::launch<float, float>, (const void*)rung9::reduceVec4<float, float>,
      rung9::kThreads},
+    {"10 float4 x4, finish kernel", rung10::launch<float, float>, (const void*)rung10::reduceVec4<float, float>,
+     rung10::kThreads},
+    {"11 float4 x4, last block finishes", rung11::launch<float, float>, (const void*)rung11::reduceLastBlock<float, float>,
+     rung11::kThreads},
 };
 constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
-constexpr int kRung8 = 7, kRung9 = 8;  // their places in kRungs
+constexpr int kRung10 = 9, kRung11 = 10;  // their places in kRungs
 // --rung=R runs rung R alone (0: every rung); k is a place in kRungs.
 static bool selected(int64_t rung_only, int k) { return rung_only == 0 || rung_only == k + 1; }
 // The multi-pass work buffers are sized for one block width.
@@ -87,7 +95,7 @@ static_assert(rung1::kThreads == rung2::kThreads && rung2::kThreads == rung3::kT
 constexpr int64_t kMaxN = int64_t(1) << 36;
 
 // Runs one rung to the end: each launcher call reduces `count` values to
-// p.values (one per block for rungs 1-7, one for rungs 8 and 9); the multi-pass
+// p.values (one per block for rungs 1-7, one for rungs 8-11); the multi-pass
 // rungs go round this loop, ping-ponging between the work buffers, until one
 // value is left. Returns where the sum is and the depth of the whole summation
 // tree (the depths of the passes add up: a partial of pass 1 is an input of pass 2).
@@ -126,7 +134,7 @@ static T copy_out(const T* d_value) {
 
 // The device buffers, allocated in main() once for every rung: the inputs, the two work
 // buffers of the multi-pass rungs, the per-block partials (float and int64) and the ticket
-// counter of rung 9, the results.
+// counter of rung 11, the results.
 struct Buffers {
     float *d_in = nullptr, *d_a = nullptr, *d_b = nullptr, *d_partials = nullptr, *d_cub_sum = nullptr;
     int* d_ints = nullptr;
@@ -224,7 +232,7 @@ int main(int argc, char** argv) {
     buf.max_grid = g.max_grid;
 
     // 2. Allocate.
-    CUDA_CHECK(cudaMalloc(&buf.d_in, N * sizeof(float)));  // 256-byte aligned: rungs 8 and 9 read float4s
+    CUDA_CHECK(cudaMalloc(&buf.d_in, N * sizeof(float)));  // 256-byte aligned: rungs 9-11 read float4s
     CUDA_CHECK(cudaMalloc(&buf.d_ints, N * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&buf.d_a, buf.work_a * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&buf.d_b, buf.work_b * sizeof(float)));
@@ -264,9 +272,9 @@ int main(int argc, char** argv) {
     report.check(verify::compare(&cub_result, &ref.sum, 1, 1e-4, "cub::DeviceReduce::Sum (order unknown: 1e-4)"));
     const double cub_ms = lesson::time_median_ms(int(opt.repeat), [&] { CUDA_CHECK(cub_sum(d_temp, temp_bytes)); });
 
-    // 6-8. More checks (checks.cuh): rung 9 at several grid sizes, the exact integer sums of
-    //      rungs 8 and 9, and every rung and CUB on exactly summable floats.
-    if (selected(rung_only, kRung9)) check_grid_sizes(report, buf, N, ref, g, sms, rung_only, sums[kRung9]);
+    // 6-8. More checks (checks.cuh): rung 11 at several grid sizes, the exact integer sums of
+    //      rungs 10 and 11, and every rung and CUB on exactly summable floats.
+    if (selected(rung_only, kRung11)) check_grid_sizes(report, buf, N, ref, g, sms, rung_only, sums[kRung11]);
     const double int_ms = check_integer_sums(report, buf, N, ref_int, g, opt, rung_only);
     verify::host_vector<float>().swap(h_in);  // the host copies are done with
     verify::host_vector<int32_t>().swap(h_ints);

@@ -10,10 +10,10 @@
 #include "common/check.h"
 #include "common/report.h"
 
-// The grids of the grid-stride rungs 5-9: one full wave of resident blocks per SM.
+// The grids of the grid-stride rungs 5-11: one full wave of resident blocks per SM.
 struct Grids {
     std::vector<unsigned> grid;       // per rung of kRungs
-    unsigned grid8i = 0, grid9i = 0;  // rungs 8 and 9 with T = int, Acc = long long (the integer sum)
+    unsigned grid10i = 0, grid11i = 0;  // rungs 10 and 11 with T = int, Acc = long long (the integer sum)
     unsigned max_grid = 0;
 };
 
@@ -32,18 +32,18 @@ static Grids occupancy(lesson::Report& report, int sms, int64_t rung_only) {
         if (selected(rung_only, k))
             report.metric(std::string("resident blocks per SM: ") + kRungs[k].name, per_sm, "blocks");
     }
-    int per_sm8i = 0, per_sm9i = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm8i, rung8::reduceVec4<int, long long>,
-                                                             rung8::kThreads, 0));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm9i, rung9::reduceLastBlock<int, long long>,
-                                                             rung9::kThreads, 0));
-    g.grid8i = unsigned(std::max(per_sm8i, 1) * sms), g.grid9i = unsigned(std::max(per_sm9i, 1) * sms);
-    g.max_grid = std::max({*std::max_element(grid.begin(), grid.end()), g.grid8i, g.grid9i});
-    // The block size the occupancy calculator would pick for rung 9 (its kernel is written
+    int per_sm10i = 0, per_sm11i = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm10i, rung10::reduceVec4<int, long long>,
+                                                             rung10::kThreads, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm11i, rung11::reduceLastBlock<int, long long>,
+                                                             rung11::kThreads, 0));
+    g.grid10i = unsigned(std::max(per_sm10i, 1) * sms), g.grid11i = unsigned(std::max(per_sm11i, 1) * sms);
+    g.max_grid = std::max({*std::max_element(grid.begin(), grid.end()), g.grid10i, g.grid11i});
+    // The block size the occupancy calculator would pick for rung 11 (its kernel is written
     // for 256 threads: the shared array and the tree), and the grid that fills the GPU with it.
     int min_grid = 0, best_block = 0;
-    CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &best_block, rung9::reduceLastBlock<float, float>, 0, 0));
-    report.metric("rung 9: block size of highest occupancy (MaxPotentialBlockSize)", best_block, "threads");
-    report.metric("rung 9: grid that fills the GPU at that block size", min_grid, "blocks");
+    CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &best_block, rung11::reduceLastBlock<float, float>, 0, 0));
+    report.metric("rung 11: block size of highest occupancy (MaxPotentialBlockSize)", best_block, "threads");
+    report.metric("rung 11: grid that fills the GPU at that block size", min_grid, "blocks");
     return g;
 }

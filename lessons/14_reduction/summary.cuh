@@ -37,7 +37,7 @@ static void report_ladder(lesson::Report& report, const cudaDeviceProp& prop, co
         if (best < 0 || ms[k] < ms[best]) best = k;
     }
     if (int_ms > 0)
-        report.variant_bound("9 on int32 -> int64 (exact)", int_ms, gbps(int_ms), "GB/s", dram.gbps, "DRAM bound",
+        report.variant_bound("11 on int32 -> int64 (exact)", int_ms, gbps(int_ms), "GB/s", dram.gbps, "DRAM bound",
                              in_l2);
     report.note(
         "float checks: |gpu - ref| <= gamma_d * sum |x_i|, gamma_d = d u / (1 - d u), u = 2^-24, d = additions "

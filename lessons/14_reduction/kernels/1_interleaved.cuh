@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 1 of 9: interleaved addressing, a divergent branch.
+// Lesson 14 of the course (reduction), rung 1 of 11: interleaved addressing, a divergent branch.
 //
 // The classic tree in shared memory: each block loads kThreads values and
 // halves them kLevels times down to one. In step s, the threads whose index is

@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 2 of 9: strided index, no divergence, bank conflicts.
+// Lesson 14 of the course (reduction), rung 2 of 11: strided index, no divergence, bank conflicts.
 //
 // Rung 1's tree with the work given to threads 0, 1, 2, ...: thread t adds the
 // pair at index 2 s t. The working threads are packed into the first warps, so

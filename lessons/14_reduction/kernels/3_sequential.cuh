@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 3 of 9: sequential addressing.
+// Lesson 14 of the course (reduction), rung 3 of 11: sequential addressing.
 //
 // The tree folded the other way: in step s the first s threads add the value s
 // places away (s = kThreads / 2, ..., 1). The working threads are contiguous

@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 4 of 9: first add during the load.
+// Lesson 14 of the course (reduction), rung 4 of 11: first add during the load.
 //
 // Rungs 1-3 give each thread one value, so half of them idle from the first
 // step of the tree. Here each thread loads two values a block width apart and

@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 5 of 9: grid-stride loop over one wave of blocks.
+// Lesson 14 of the course (reduction), rung 5 of 11: grid-stride loop over one wave of blocks.
 //
 // Rung 4 still launches n / (2 kThreads) blocks per pass, each adding one pair
 // per thread. Here the grid is a fixed number of blocks (Scratch::grid, one

@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 6 of 9: the last warp with __shfl_down_sync.
+// Lesson 14 of the course (reduction), rung 6 of 11: the last warp with __shfl_down_sync.
 //
 // Rung 5's tree ends with five steps in which fewer than 32 threads work, each
 // step a round trip through shared memory plus a __syncthreads() for the whole

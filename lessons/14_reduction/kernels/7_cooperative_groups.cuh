@@ -1,4 +1,4 @@
-// Lesson 14 of the course (reduction), rung 7 of 9: cooperative groups, cg::reduce.
+// Lesson 14 of the course (reduction), rung 7 of 11: cooperative groups, cg::reduce.
 //
 // Rung 6's last warp, written with cooperative groups: the block is split into
 // tiles of 32 threads (thread_block_tile<32>, one warp each), and
@@ -8,7 +8,7 @@
 // and newer it becomes a single redux.sync instruction. The group says which
 // threads take part, so there is no lane mask to get wrong.
 // Before: rung 6 (kernels/6_warp_shuffle.cuh). Next: rung 8
-// (kernels/8_float4_two_kernels.cuh), 16-byte loads and one pass.
+// (kernels/8_one_pass_finish.cuh), one pass and a finish kernel.
 // Run: ./build/bin/reduction --rung=7   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>

@@ -1,17 +1,17 @@
-// Lesson 14 of the course (reduction), rung 9 of 9: one kernel, the last block finishes.
+// Lesson 14 of the course (reduction), rung 11 of 11: one kernel, the last block finishes.
 //
-// Rung 8 with its second launch folded into the first kernel. Each block writes
+// Rung 10 with its second launch folded into the first kernel. Each block writes
 // its partial sum, makes it visible to the whole GPU (__threadfence), then takes
 // a ticket from a counter in global memory (atomicAdd). The block that draws
 // the last ticket knows that every other partial is written: it alone adds
-// them, in index order, exactly as rung 8's finish kernel does, and resets the
+// them, in index order, exactly as rung 10's finish kernel does, and resets the
 // counter for the next launch. The atomic decides only WHICH block finishes,
 // not the order of the additions, so the sum is the same bits every run (and
-// the same bits as rung 8 at the same grid).
+// the same bits as rung 10 at the same grid).
 // The counter must be 0 before the first launch (main.cu: cudaMemset), and two
 // launches sharing one counter must not overlap (they run in one stream here).
-// Before: rung 8 (kernels/8_float4_two_kernels.cuh). Next: lesson 15.
-// Run: ./build/bin/reduction --rung=9   (this rung alone, beside CUB; README.md is the handout)
+// Before: rung 10 (kernels/10_float4_unrolled.cuh). Next: lesson 15.
+// Run: ./build/bin/reduction --rung=11   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -22,7 +22,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung9 {
+namespace rung11 {
 
 namespace cg = cooperative_groups;
 
@@ -94,7 +94,7 @@ __global__ void reduceLastBlock(const T* __restrict__ in, Acc* partials, unsigne
     }
     __syncthreads();
     if (!isLast) return;
-    // The last block: every partial is written. Add them in index order, as rung 8's
+    // The last block: every partial is written. Add them in index order, as rung 10's
     // finish kernel does (__ldcg reads them from L2, where the other SMs wrote them).
     Acc total = 0;
     for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) total += __ldcg(&partials[j]);
@@ -120,4 +120,4 @@ Pass launch(const T* in, size_t n, Acc* out, const Scratch<Acc>& s) {
     return {1, 2 + chain + 2 + kLevels + finish};
 }
 
-}  // namespace rung9
+}  // namespace rung11

@@ -1,24 +1,17 @@
-// Lesson 14 of the course (reduction), rung 8 of 9: 16-byte loads, one pass, a tiny finish kernel.
+// Lesson 14 of the course (reduction), rung 10 of 11: four 16-byte loads in flight, four accumulators.
 //
-// Rung 7 reads 4 bytes per load and finishes in several passes. Here:
-//  - each thread loads 16 bytes at a time (float4: four values per load), and
-//    kUnroll of them before it adds any (kUnroll independent accumulators):
-//    64 bytes in flight per thread instead of 8, which is what keeps an HBM3
-//    memory busy (README, "What to observe");
-//  - the grid is one full wave of resident blocks, each block writes one
-//    partial sum, and one more launch of a single block adds the partials in a
-//    fixed order (reduceFinish): two launches in all, whatever n is.
-// Why not one atomicAdd per block into the result instead of the second kernel?
-// Blocks finish in a different order every run, so the float additions happen
-// in a different order and round differently: the result would change in its
-// last bits from run to run. The finish kernel adds the partials in index
-// order: the same bits every run (README, "Floating point").
+// Rung 9 has one 16-byte load in flight per thread: its next load waits for
+// the add of the last one. Here each thread loads kUnroll float4s before it
+// adds any, into kUnroll independent accumulators: 64 bytes in flight per
+// thread instead of 16, which is what keeps an HBM3 memory busy (README,
+// "Bytes in flight"). The one-wave grid, the finish kernel and its fixed
+// order are rung 8's.
 // The kernels are templates: T = float, Acc = float for the ladder, and
 // T = int, Acc = long long for the integer sum that must match the CPU exactly.
 // `in` must be 16-byte aligned (cudaMalloc gives 256).
-// Before: rung 7 (kernels/7_cooperative_groups.cuh). Next: rung 9
-// (kernels/9_last_block.cuh), the finish inside the same kernel.
-// Run: ./build/bin/reduction --rung=8   (this rung alone, beside CUB; README.md is the handout)
+// Before: rung 9 (kernels/9_float4.cuh). Next: rung 11
+// (kernels/11_last_block.cuh), the finish inside the same kernel.
+// Run: ./build/bin/reduction --rung=10   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -29,7 +22,7 @@
 #include "common/check.h"
 #include "common/launch.h"
 
-namespace rung8 {
+namespace rung10 {
 
 namespace cg = cooperative_groups;
 
@@ -119,4 +112,4 @@ Pass launch(const T* in, size_t n, Acc* out, const Scratch<Acc>& s) {
     return {1, 2 + chain + 2 + kLevels + finish};
 }
 
-}  // namespace rung8
+}  // namespace rung10
