@@ -1,8 +1,8 @@
 // Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
 // Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
 // Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
-//      ./build/bin/matmul_ladder --rung=11   one rung alone (1..11), still checked
-//      ./build/bin/matmul_ladder --sweep     also rung 7 in 13 tile configurations
+//      ./build/bin/matmul_ladder --rung=12   one rung alone (1..12), still checked
+//      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
 // is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report.
 #include <algorithm>
@@ -30,8 +30,9 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
-#include "kernels/10_spread_copies.cuh"
-#include "kernels/11_async_double_buffer.cuh"
+#include "kernels/10_register_double_buffer.cuh"
+#include "kernels/11_spread_copies.cuh"
+#include "kernels/12_async_double_buffer.cuh"
 #include "kernels/1_smem_tiles.cuh"
 #include "kernels/2_reg_tile_1d.cuh"
 #include "kernels/3_reg_tile_2d.cuh"
@@ -39,8 +40,8 @@
 #include "kernels/5_conflict_free.cuh"
 #include "kernels/6_double_buffered.cuh"
 #include "kernels/7_warp_tiled.cuh"
-#include "kernels/8_wide_tile.cuh"
-#include "kernels/9_register_double_buffer.cuh"
+#include "kernels/8_cp_async.cuh"
+#include "kernels/9_wide_tile.cuh"
 
 // cuBLAS is column-major: lesson::sgemm_row_major (common/gemm.h; lesson 08 writes the call out) asks for
 // C^T = B^T * A^T, B first and M, N swapped, with no copies. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32.
@@ -55,12 +56,12 @@ struct Rung {
     int smem_bytes;                 // dynamic shared memory per block; 0: static only, under the 48 KB every GPU gives
     const Rung* smaller = nullptr;  // the same rung with less shared memory, run where this one does not fit
 };
-// Rungs 7 and 10 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328 bytes
-// (a Turing GPU gives 65,536). rung7::tiles_text names rung 10's tiles too: its WarpTiling has the same fields.
-static const Rung kRung7Smaller{"7 warp tiles + cp.async (" + rung7::tiles_text<rung7::Smaller>() + ")",
-                                rung7::launch<rung7::Smaller>, rung7::Smaller::kSmemBytes};
-static const Rung kRung10Smaller{"10 k16 tile, copies spread over FFMA (" + rung7::tiles_text<rung10::Smaller>() + ")",
-                                 rung10::launch<rung10::Smaller>, rung10::Smaller::kSmemBytes};
+// Rungs 8 and 11 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328 bytes
+// (a Turing GPU gives 65,536). rung8::tiles_text names rung 11's tiles too: its WarpTiling has the same fields.
+static const Rung kRung8Smaller{"8 warp tiles + cp.async (" + rung8::tiles_text<rung8::Smaller>() + ")",
+                                rung8::launch<rung8::Smaller>, rung8::Smaller::kSmemBytes};
+static const Rung kRung11Smaller{"11 k16 tile, copies spread over FFMA (" + rung8::tiles_text<rung11::Smaller>() + ")",
+                                 rung11::launch<rung11::Smaller>, rung11::Smaller::kSmemBytes};
 static const Rung kLadder[] = {
     {"1 shared-memory tiles 32x32", rung1::launch, 0},
     {"2 1D register tile 8x1", rung2::launch, 0},
@@ -68,22 +69,23 @@ static const Rung kLadder[] = {
     {"4 float4 loads, A^T in smem", rung4::launch, 0},
     {"5 bank-conflict-free", rung5::launch, 0},
     {"6 double-buffered", rung6::launch, 0},
-    {"7 warp tiles + cp.async", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes, &kRung7Smaller},
-    {"8 128x256 tile, 8x16 per thread", rung8::launch, 0},
-    {"9 register double buffering", rung9::launch, 0},
-    {"10 k32 tile, copies spread over FFMA", rung10::launch<rung10::Default>, rung10::Default::kSmemBytes,
-     &kRung10Smaller},
-    {"11 rung 9's schedule, cp.async copies", rung11::launch, 0},
+    {"7 warp tiles, register-staged", rung7::launch<rung7::Default>, rung7::Default::kSmemBytes},
+    {"8 warp tiles + cp.async", rung8::launch<rung8::Default>, rung8::Default::kSmemBytes, &kRung8Smaller},
+    {"9 128x256 tile, 8x16 per thread", rung9::launch, 0},
+    {"10 register double buffering", rung10::launch, 0},
+    {"11 k32 tile, copies spread over FFMA", rung11::launch<rung11::Default>, rung11::Default::kSmemBytes,
+     &kRung11Smaller},
+    {"12 rung 10's schedule, cp.async copies", rung12::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
-// --sweep: rung 7 in the 13 tile configurations of rung7::SweepTiles, each named "7: " and its tiles_text
-// ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "7: 128x128x8 w64x32 t8x8 s2").
+// --sweep: rung 8 in the 13 tile configurations of rung8::SweepTiles, each named "8: " and its tiles_text
+// ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "8: 128x128x8 w64x32 t8x8 s2").
 template <class... Cfg>
-static std::vector<Rung> rung7_sweep(rung7::TileList<Cfg...>) {
-    return {Rung{"7: " + rung7::tiles_text<Cfg>(), rung7::launch<Cfg>, Cfg::kSmemBytes}...};
+static std::vector<Rung> rung8_sweep(rung8::TileList<Cfg...>) {
+    return {Rung{"8: " + rung8::tiles_text<Cfg>(), rung8::launch<Cfg>, Cfg::kSmemBytes}...};
 }
-static const std::vector<Rung> kSweep = rung7_sweep(rung7::SweepTiles{});
+static const std::vector<Rung> kSweep = rung8_sweep(rung8::SweepTiles{});
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (docs/lesson-contract.md)
@@ -137,7 +139,7 @@ static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle,
     return cpu_ms;
 }
 
-// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 7, 10 and 11 copy with cp.async where
+// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 8, 11 and 12 copy with cp.async where
 // the image has it (sm_80 on) and with plain loads and stores below it, so they need nothing more.
 static lesson::Needs needs(const Rung& r) {
     lesson::Needs n;
@@ -145,7 +147,7 @@ static lesson::Needs needs(const Rung& r) {
     return n;
 }
 
-// The ladder to run: every rung, or --rung=N alone. The Gate runs each or prints why not; rungs 7 and 10 run their
+// The ladder to run: every rung, or --rung=N alone. The Gate runs each or prints why not; rungs 8 and 11 run their
 // smaller configuration where the default's does not fit. A rung that does not run is never launched, so no
 // cudaFuncSetAttribute asks for more shared memory than the GPU gives.
 static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, lesson::Report& report) {
@@ -173,13 +175,13 @@ int main(int argc, char** argv) {
     int64_t n = 4096, m = 4096, k = 4096, rung = 0;
     bool sweep = false;
     lesson::Cli cli("matmul_ladder",
-                    "SGEMM C = A*B (fp32, row-major): eleven hand-written rungs against cuBLAS on an M x N x K shape.");
+                    "SGEMM C = A*B (fp32, row-major): twelve hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
     cli.add_int("k", &k, 1, 16384, "columns of A, rows of B (equal to --n unless given)", 256);
     cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
-    cli.add_switch("sweep", &sweep, "also time rung 7 in every tile configuration of its sweep table");
+    cli.add_switch("sweep", &sweep, "also time rung 8 in every tile configuration of its sweep table");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
     if (!cli.given("k")) k = n;
@@ -217,9 +219,8 @@ int main(int argc, char** argv) {
     for (const Rung& r : kSweep)
         if (sweep && gate.run("sweep " + r.name, needs(r))) timed_rungs.push_back(&r);
     if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
-    const bool rung7_smaller = std::find(ladder.begin(), ladder.end(), &kRung7Smaller) != ladder.end();
-    report.config("rung7_tiles",
-                  rung7_smaller ? rung7::tiles_text<rung7::Smaller>() : rung7::tiles_text<rung7::Default>());
+    const bool small8 = std::find(ladder.begin(), ladder.end(), &kRung8Smaller) != ladder.end();
+    report.config("rung8_tiles", small8 ? rung8::tiles_text<rung8::Smaller>() : rung8::tiles_text<rung8::Default>());
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));

@@ -1,7 +1,7 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 9 of 11: register double buffering.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 10 of 12: register double buffering.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=10   (lesson 13 of the course, 00-23)
 //
-// Before: rung 8 read each k step's fragments right before their FMAs, and ended
+// Before: rung 9 read each k step's fragments right before their FMAs, and ended
 //         every tile at a barrier where no warp had an FMA left to issue.
 // Here:   two sets of fragments in registers: while the 128 FFMA of step k run on
 //         one set, the six LDS.128 of step k+1 fill the other. At the last k step
@@ -9,16 +9,16 @@
 //         before the k loop) into the other shared buffer, waits at the one barrier
 //         of the tile, and reads that tile's first fragments; the FFMA of the last
 //         step then hide those reads.
-// Lacks:  speed: on an H100 it measures slower than rung 7 (README.md, "What to
-//         observe"). Rung 10 grows rung 7 instead.
-// Next:   rung 10 (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh); rung 11 comes
-//         back to this schedule (diff kernels/9_register_double_buffer.cuh kernels/11_async_double_buffer.cuh).
-// Run:    ./build/bin/matmul_ladder --rung=9
+// Lacks:  speed: on an H100 it measures slower than rung 8 (README.md, "What to
+//         observe"). Rung 11 grows rung 8 instead.
+// Next:   rung 11 (diff kernels/8_cp_async.cuh kernels/11_spread_copies.cuh); rung 12 comes
+//         back to this schedule (diff kernels/10_register_double_buffer.cuh kernels/12_async_double_buffer.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=10
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung9 {
+namespace rung10 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8, kTM = 8, kTN = 16;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
@@ -141,4 +141,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung9
+}  // namespace rung10

@@ -1,9 +1,9 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 10 of 11: copies spread over the FMAs.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=10   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 11 of 12: copies spread over the FMAs.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=11   (lesson 13 of the course, 00-23)
 //
-// Before: rung 7 (this rung's parent) issued all cp.async copies of the next tile in
+// Before: rung 8 (this rung's parent) issued all cp.async copies of the next tile in
 //         one burst at the top of every 16-wide k tile and ran each k step's 128 FFMA
-//         row by row. Nsight Compute on an H100 (README.md, "Rung 10") found its warps
+//         row by row. Nsight Compute on an H100 (README.md, "Rung 11") found its warps
 //         stalled where cuBLAS's are not: on the burst (LSU queue full, pointer updates
 //         waiting for the copies to read their addresses), at the barrier of every tile,
 //         and at dispatch of FFMA whose operands the register reuse cache did not hold.
@@ -11,18 +11,18 @@
 //         per thread), the copies of the next tile spread over the first 12 k steps (2 per
 //         step, between the FFMA), and each k step's outer product done two columns at a
 //         time, up one column pair and down the next, so that consecutive FFMA share a
-//         register operand. Same arithmetic as rung 7 (6 LDS.128 per 128 FFMA, 3/256 of a
+//         register operand. Same arithmetic as rung 8 (6 LDS.128 per 128 FFMA, 3/256 of a
 //         global element per FMA); fewer stalls.
 // Lacks:  a loop body that fits the instruction cache: 32 unrolled k steps are about
 //         4,400 instructions, and warps stall on instruction fetch (README.md).
-// Next:   rung 11 (diff kernels/9_register_double_buffer.cuh kernels/11_async_double_buffer.cuh):
-//         rung 9's short loop, with rung 10's cp.async copies.
-// Run:    ./build/bin/matmul_ladder --rung=10
+// Next:   rung 12 (diff kernels/10_register_double_buffer.cuh kernels/12_async_double_buffer.cuh):
+//         rung 10's short loop, with rung 11's cp.async copies.
+// Run:    ./build/bin/matmul_ladder --rung=11
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung10 {
+namespace rung11 {
 
 // `dst` is a shared-memory address (__cvta_generic_to_shared), computed once per thread.
 // cp.async exists from sm_80 (Ampere) on; older GPUs (Turing) get plain,
@@ -257,13 +257,13 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-// Rung 10: rung 7's tiles with a k tile of 32 in 2 stages (99,328 bytes of shared memory), the
-// fastest of the configurations measured on an H100 (README.md, "Rung 10"):
+// Rung 11: rung 8's tiles with a k tile of 32 in 2 stages (99,328 bytes of shared memory), the
+// fastest of the configurations measured on an H100 (README.md, "Rung 11"):
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 32, 64, 64, 16, 8, 2, 1>;
 
-// Rung 10 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
+// Rung 11 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
 // 65,536): a k tile of 16 in 2 stages, 49,664 bytes, its 12 copies spread over the first 6 k steps.
 using Smaller = WarpTiling<128, 256, 16, 64, 64, 16, 8, 2, 1>;
 
-}  // namespace rung10
+}  // namespace rung11

@@ -1,12 +1,12 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 11 of 11: rung 9's schedule, filled by cp.async.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=11   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 12 of 12: rung 10's schedule, filled by cp.async.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=12   (lesson 13 of the course, 00-23)
 //
-// Before: rung 9 had the schedule of the fastest hand-written SGEMMs: a 128 x 256 x 8
+// Before: rung 10 had the schedule of the fastest hand-written SGEMMs: a 128 x 256 x 8
 //         tile, two shared buffers, one barrier per tile, fragments double-buffered in
 //         registers. It staged the next tile through registers, where ptxas may move
 //         the loads down next to their stores and expose their latency (README.md).
-//         Rung 10 grew rung 7 instead and hit a loop too long for the instruction cache.
-// Here:   rung 9's schedule with rung 7's warp tiles (8 warps of 64 x 64, 16 x 8 per
+//         Rung 11 grew rung 8 instead and hit a loop too long for the instruction cache.
+// Here:   rung 10's schedule with rung 8's warp tiles (8 warps of 64 x 64, 16 x 8 per
 //         lane) and the next tile moved by cp.async, a few copies after each of the
 //         first k steps: nothing passes through registers, so the compiler cannot move
 //         the loads. A goes in transposed by 4-byte copies, B by 16-byte copies. The
@@ -17,15 +17,15 @@
 // Lacks:  fp32 FFMA is all it uses: cuBLAS's TF32 and BF16 tensor cores run several
 //         times faster (lesson 08, lesson 20).
 // Next:   lesson 14 (14_reduction), Part II; README.md, "Next".
-// Run:    ./build/bin/matmul_ladder --rung=11
+// Run:    ./build/bin/matmul_ladder --rung=12
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung11 {
+namespace rung12 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
-constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 7's)
+constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
 constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256: 8 warps
 constexpr int kLDA = kBM + 4;                             // padded row of the transposed A tile
 // Shared memory as float offsets: A's two stages at 0 and 2048, B's at 4096 and 6144 (32 KB in
@@ -61,7 +61,7 @@ __device__ __forceinline__ void cp_async_wait_all() {}
 #endif
 
 // Step k's fragments: rows lm + {0, 16, 32, 48} of the warp's A columns and columns
-// ln + {0, 32} of its B rows, six LDS.128 (rung 7's lane layout).
+// ln + {0, 32} of its B rows, six LDS.128 (rung 8's lane layout).
 __device__ __forceinline__ void fragments(const float* smem, int a_read, int b_read, int k, float (&a)[kTM],
                                           float (&b)[kTN]) {
 #pragma unroll
@@ -195,4 +195,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung11
+}  // namespace rung12

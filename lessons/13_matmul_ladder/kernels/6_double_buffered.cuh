@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 6 of 11: double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 6 of 12: double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=6   (lesson 13 of the course, 00-23)
 //
 // Before: rung 5 loaded a tile, waited at a barrier, computed it, waited again:
@@ -9,9 +9,9 @@
 //         __syncthreads per k step is enough.
 // Lacks:  reuse and issue slots. The 8 x 8 thread tile spends 4 LDS.128 on 64
 //         FFMA, and the 128 x 128 block tile fetches 1/64 of an element per FMA.
-// Next:   rung 7 takes one road on (warp tiles + cp.async); rung 8 the other:
+// Next:   rung 7 takes one road on (warp tiles; rung 8 adds cp.async); rung 9 the other:
 //         this kernel with a 128 x 256 tile and 8 x 16 outputs per thread
-//         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh).
+//         (diff kernels/6_double_buffered.cuh kernels/9_wide_tile.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=6
 #pragma once
 #include "common.cuh"

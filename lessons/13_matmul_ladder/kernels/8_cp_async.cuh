@@ -1,31 +1,30 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 7 of 11: warp tiles + a cp.async pipeline.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=7   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 8 of 12: warp tiles + a cp.async pipeline.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=8   (lesson 13 of the course, 00-23)
 //
-// Before: rung 6 staged its global loads through registers (8 of them per thread,
-//         live during the FMAs), and each thread's 8 x 8 tile spent 4 LDS.128 on
-//         64 FFMA.
-// Here:   a template over its tile sizes (--sweep times 13 of them). Each warp owns
-//         a kWM x kWN piece of the block tile, each lane a kTM x kTN piece of that, made
-//         of 4 x 4 sub-tiles. cp.async copies global -> shared without passing
-//         through registers, so kStages-1 tiles are in flight while the FMAs run on
-//         the current one; fragments are double-buffered in registers. The default,
-//         128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches about 93% of
-//         cuBLAS on an H200 (README.md).
-// Lacks:  the last 7% to cuBLAS. Nsight Compute (README.md, "Rung 10") shows its
+// Before: rung 7 staged the next tile through registers (24 per thread, live
+//         during the FMAs) in two shared stages, and each thread's stores waited
+//         for its loads.
+// Here:   cp.async copies global -> shared without passing through registers, so
+//         kStages-1 tiles are in flight while the FMAs run on the current one; the
+//         tiles, warp and lane layout, fragment double buffer and barrier placement
+//         are rung 7's. A template over its tile sizes (--sweep times 13 of them).
+//         The default, 128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches
+//         about 93% of cuBLAS on an H200 (README.md).
+// Lacks:  the last 7% to cuBLAS. Nsight Compute (README.md, "Rung 11") shows its
 //         warps issuing in 77% of the cycles against cuBLAS's 87%: they stall on the
 //         burst of copies at the top of each tile, at its barrier and at FFMA dispatch.
-// Next:   rung 8 goes back to rung 6 and widens its tile to 128 x 256 with 8 x 16
+// Next:   rung 9 goes back to rung 6 and widens its tile to 128 x 256 with 8 x 16
 //         outputs per thread, register-staged loads and no cp.async
-//         (diff kernels/6_double_buffered.cuh kernels/8_wide_tile.cuh); rung 10
-//         grows this rung (diff kernels/7_warp_tiled.cuh kernels/10_spread_copies.cuh).
-// Run:    ./build/bin/matmul_ladder --rung=7        (--sweep: all 13 configurations)
+//         (diff kernels/6_double_buffered.cuh kernels/9_wide_tile.cuh); rung 11
+//         grows this rung (diff kernels/8_cp_async.cuh kernels/11_spread_copies.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=8        (--sweep: all 13 configurations)
 #pragma once
 #include <string>
 
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung7 {
+namespace rung8 {
 
 // `dst` is a shared-memory address (__cvta_generic_to_shared), computed once per thread.
 // cp.async exists from sm_80 (Ampere) on; older GPUs (Turing) get plain,
@@ -219,15 +218,15 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-// The default rung 7, the fastest of the --sweep table at 4096^3 on an H200 (README.md):
+// The default rung 8, the fastest of the --sweep table at 4096^3 on an H200 (README.md):
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 16, 64, 64, 16, 8, 3, 1>;
 
-// Rung 7 where a block cannot have Default's 74,496 bytes of shared memory (a Turing GPU gives
+// Rung 8 where a block cannot have Default's 74,496 bytes of shared memory (a Turing GPU gives
 // 65,536): the same warp and lane tiles with a k step of 8, 37,248 bytes (one of the sweep's).
 using Smaller = WarpTiling<128, 256, 8, 64, 64, 16, 8, 3, 1>;
 
-// --sweep (main.cu) times rung 7 in these 13 tile configurations as well.
+// --sweep (main.cu) times rung 8 in these 13 tile configurations as well.
 template <class... Cfg>
 struct TileList {};
 using SweepTiles = TileList<WarpTiling<128, 128, 8, 64, 32, 8, 8, 2, 2>, WarpTiling<128, 128, 8, 64, 32, 8, 8, 3, 2>,
@@ -245,4 +244,4 @@ std::string tiles_text() {  // "BMxBNxBK wWMxWN tTMxTN sSTAGES", as in the sweep
            std::to_string(Cfg::kTN) + " s" + std::to_string(Cfg::kStages);
 }
 
-}  // namespace rung7
+}  // namespace rung8

@@ -1,7 +1,7 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 8 of 11: a 128 x 256 tile, 8 x 16 per thread.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=8   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 9 of 12: a 128 x 256 tile, 8 x 16 per thread.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
 //
-// Before: rung 6 (this rung's parent; rung 7 took another road) gave each thread
+// Before: rung 6 (this rung's parent; rung 8 took another road) gave each thread
 //         an 8 x 8 tile: 4 LDS.128 for 64 FFMA, and its 128 x 128 block tile
 //         fetched 1/64 of a global element per FMA.
 // Here:   the same double-buffered kernel with a 128 x 256 block tile and 8 x 16
@@ -12,14 +12,14 @@
 // Lacks:  overlap inside the tile. Each k step's fragments are read right before
 //         their FMAs, and at the barrier that ends a tile every warp waits with
 //         no FMA to issue; the next tile's first reads then start cold.
-// Next:   rung 9 double-buffers the fragments in registers and moves the barrier
-//         before the last k step (diff kernels/8_wide_tile.cuh kernels/9_register_double_buffer.cuh).
-// Run:    ./build/bin/matmul_ladder --rung=8
+// Next:   rung 10 double-buffers the fragments in registers and moves the barrier
+//         before the last k step (diff kernels/9_wide_tile.cuh kernels/10_register_double_buffer.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=9
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung8 {
+namespace rung9 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8, kTM = 8, kTN = 16;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
@@ -137,4 +137,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung8
+}  // namespace rung9
