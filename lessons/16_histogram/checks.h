@@ -31,9 +31,9 @@ inline bool selected(const std::string& input_flag, int which) {
 // 2, 3). spacing 16: lane l holds byte k of its own 16-byte word, base + 16 l + k,
 // one access per k (rungs 4, 5).
 struct BankModel {
-    double bins = 0;         // different bins among the 32 lanes
-    double lanes = 0;        // lanes in the busiest bank, if same-word lanes take turns
-    double words = 0;        // different words in the busiest bank, if same-word lanes merge
+    double bins = 0;   // different bins among the 32 lanes
+    double lanes = 0;  // lanes in the busiest bank, if same-word lanes take turns
+    double words = 0;  // different words in the busiest bank, if same-word lanes merge
 };
 inline BankModel busiest_bank_model(const uint8_t* p, size_t n, size_t spacing) {
     BankModel m;
@@ -70,7 +70,8 @@ inline void report_collisions(lesson::Report& report, const std::string& input, 
     report.metric(input + ": distinct bins among 32 neighbouring bytes",
                   verify::mean_distinct_per_group(h_in, sample, 32), "bins (mean)");
     const size_t model_sample = N < (size_t(1) << 22) ? N : (size_t(1) << 22);
-    const BankModel near = busiest_bank_model(h_in, model_sample, 1), apart = busiest_bank_model(h_in, model_sample, 16);
+    const BankModel near = busiest_bank_model(h_in, model_sample, 1),
+                    apart = busiest_bank_model(h_in, model_sample, 16);
     char text[320];
     std::snprintf(text, sizeof text,
                   "%s, model of one warp-wide shared atomic (first %zu bytes), 32 neighbours (rungs 2, 3) / 16 apart "
