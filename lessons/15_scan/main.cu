@@ -9,10 +9,11 @@
 //   2 Blelloch         the same tiles: 22 steps, 4094 additions (work-efficient)
 //   3 Blelloch padded  rung 2 with a conflict-free shared-memory index
 //   4 three-phase      scan tiles, scan the tile sums, add them back: 4n of traffic
-//   5 single-pass      decoupled look-back: read n, write n, one kernel
+//   5 single-pass      decoupled look-back: read n, write n, one kernel, rung 4's tile shape
+//   6 narrow tile      the same on 128 threads x 32 elements instead of 256 x 16
 //   cub::DeviceScan    the yardstick, on the same data
 // then stream compaction (flags, exclusive scan, scatter) against cub::DeviceSelect::If
-// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4, 5 and CUB
+// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4-6 and CUB
 // scan the whole array, int32 and float (floats.cuh). Every element of every result is checked
 // against a CPU reference (verify/scan.h): ints exactly, floats within the worst-case rounding
 // error of the rung's order of additions, and floats once more on integer values (1 and 2, at
@@ -43,6 +44,7 @@
 #include "kernels/3_blelloch_padded.cuh"
 #include "kernels/4_three_phase.cuh"
 #include "kernels/5_single_pass.cuh"
+#include "kernels/6_single_pass_narrow.cuh"
 #include "kernels/compact.cuh"
 
 template <class T>
@@ -69,6 +71,8 @@ static const Rung kRungs[] = {
      three_phase::rounding_depth},
     {"5 single-pass look-back", 0, single_pass::workspace_bytes, single_pass::scan<unsigned>, single_pass::scan<float>,
      single_pass::rounding_depth},
+    {"6 look-back, 128 x 32 tile", 0, single_pass_narrow::workspace_bytes, single_pass_narrow::scan<unsigned>,
+     single_pass_narrow::scan<float>, single_pass_narrow::rounding_depth},
 };
 constexpr int kRungCount = sizeof(kRungs) / sizeof(kRungs[0]);
 
@@ -189,7 +193,7 @@ int main(int argc, char** argv) {
 
     const size_t N = static_cast<size_t>(n), bytes = N * 4;
     const std::string size_flag = "--n=" + std::to_string(n);
-    const bool floats = rung == 0 || rung == 4 || rung == 5, compaction = rung == 0 || rung == 5;
+    const bool floats = rung == 0 || rung >= 4, compaction = rung == 0 || rung == 5;
     const size_t n_exact = std::min<size_t>(N, verify::kExactFloatMaxN);  // Part 3's exact float scans
     // Host: input and references (12n bytes pageable) and one pinned output (4n) at a time.
     lesson::require_host_memory(4 * bytes, "pageable and pinned", size_flag);
@@ -261,7 +265,7 @@ int main(int argc, char** argv) {
         verify::host_vector<int32_t>().swap(h_tile_ref);
     }
 
-    // ---- Part 3: float, rungs 4 and 5 (the whole array) and CUB (floats.cuh).
+    // ---- Part 3: float, rungs 4-6 (the whole array) and CUB (floats.cuh).
     if (floats) cpu_ms += run_float_scans(report, d_work, work_bytes, h_out, N, opt, int(rung), timed);
     CUDA_CHECK(cudaFree(d_work));
     CUDA_CHECK(cudaFreeHost(h_out));

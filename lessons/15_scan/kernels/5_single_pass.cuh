@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 5 of 5: a single-pass scan with decoupled look-back.
+// Lesson 15 of the course (scan), rung 5 of 6: a single-pass scan with decoupled look-back.
 //
 // Before: rung 4 reads and writes the array twice (4n of memory traffic). Here
 // each tile learns the sum of all tiles before it from its predecessors while
@@ -14,9 +14,11 @@
 // Tiles are handed out by an atomic counter in the order blocks start, so a
 // tile only ever waits for tiles that are already running: no deadlock
 // (README: "The look-back").
-// The tile scan is rung 4's on a smaller tile: 128 threads of 8 vectors against 256 of 4
-// (diff the two files; README: "Why 128 x 32").
-// Next: the application, stream compaction (kernels/compact.cuh).
+// The tile scan is rung 4's, on rung 4's tile of 256 threads x 16 elements
+// (diff the two files).
+// Next: rung 6 (kernels/6_single_pass_narrow.cuh), the same scan on a tile of
+// 128 threads x 32 elements; the application, stream compaction
+// (kernels/compact.cuh), is built on this rung.
 // Run: ./build/bin/scan --rung=5   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
@@ -27,16 +29,16 @@
 
 namespace single_pass {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kVecs = 8;                  // 16-byte vectors per thread
+constexpr int kVecs = 4;                  // 16-byte vectors per thread
 constexpr int kItems = 4 * kVecs;         // elements per thread
 constexpr int kWarpItems = 32 * kItems;   // a warp's contiguous share of the tile
 constexpr int kTile = kThreads * kItems;  // 4096 elements
 constexpr unsigned kFull = 0xffffffffu;
 // At most this many additions lie between any input and any output of one
-// tile (float error bound): 3 inside a vector, 5 in the warp scan, 8 in the
-// carry across rows, 4 over the warp totals, 2 for the bases, 4 in the last
+// tile (float error bound): 3 inside a vector, 5 in the warp scan, 4 in the
+// carry across rows, 8 over the warp totals, 2 for the bases, 4 in the last
 // pass over the vector: 26.
 constexpr uint64_t kTileDepth = 32;
 
