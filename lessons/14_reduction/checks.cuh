@@ -35,8 +35,8 @@ static void check_grid_sizes(lesson::Report& report, const Buffers& buf, size_t 
         const float sum = copy_out(buf.d_a);
         report.check(verify::check_float_sum(sum, ref, p.depth, "8 at " + std::to_string(s.grid) + " blocks"));
         char line[160];
-        std::snprintf(line, sizeof line, "rung 11 at %5u blocks (%u per SM): float sum %.1f (ref %+.2f)", s.grid, per_sm,
-                      double(sum), double(sum) - ref.sum);
+        std::snprintf(line, sizeof line, "rung 11 at %5u blocks (%u per SM): float sum %.1f (ref %+.2f)", s.grid,
+                      per_sm, double(sum), double(sum) - ref.sum);
         report.note(line);
         lo = std::min(lo, sum);
         hi = std::max(hi, sum);
@@ -62,7 +62,7 @@ static double check_integer_sums(lesson::Report& report, const Buffers& buf, siz
         const Scratch<long long> s{buf.d_partials64, buf.d_counter, k == kRung10 ? g.grid10i : g.grid11i};
         auto launch = [&](const Scratch<long long>& sc) {
             return k == kRung10 ? rung10::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc)
-                               : rung11::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc);
+                                : rung11::launch<int, long long>(buf.d_ints, N, buf.d_sum64, sc);
         };
         for (unsigned grid : {s.grid, std::max(1u, s.grid / 2)}) {
             CUDA_CHECK(cudaMemset(buf.d_sum64, 0xFF, sizeof(long long)));

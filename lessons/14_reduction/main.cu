@@ -43,6 +43,8 @@
 #include "verify/random.h"
 #include "verify/reduction.h"
 
+#include "kernels/10_float4_unrolled.cuh"
+#include "kernels/11_last_block.cuh"
 #include "kernels/1_interleaved.cuh"
 #include "kernels/2_strided_index.cuh"
 #include "kernels/3_sequential.cuh"
@@ -52,8 +54,6 @@
 #include "kernels/7_cooperative_groups.cuh"
 #include "kernels/8_one_pass_finish.cuh"
 #include "kernels/9_float4.cuh"
-#include "kernels/10_float4_unrolled.cuh"
-#include "kernels/11_last_block.cuh"
 
 // The ladder, in order. A launcher reduces `count` floats at `in` to Pass::values
 // floats at `out` (kernels/common.cuh); `kernel` is its main kernel, for the
@@ -79,8 +79,8 @@ static const Rung kRungs[] = {
      rung9::kThreads},
     {"10 float4 x4, finish kernel", rung10::launch<float, float>, (const void*)rung10::reduceVec4<float, float>,
      rung10::kThreads},
-    {"11 float4 x4, last block finishes", rung11::launch<float, float>, (const void*)rung11::reduceLastBlock<float, float>,
-     rung11::kThreads},
+    {"11 float4 x4, last block finishes", rung11::launch<float, float>,
+     (const void*)rung11::reduceLastBlock<float, float>, rung11::kThreads},
 };
 constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
 constexpr int kRung10 = 9, kRung11 = 10;  // their places in kRungs

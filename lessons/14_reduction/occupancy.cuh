@@ -12,7 +12,7 @@
 
 // The grids of the grid-stride rungs 5-11: one full wave of resident blocks per SM.
 struct Grids {
-    std::vector<unsigned> grid;       // per rung of kRungs
+    std::vector<unsigned> grid;         // per rung of kRungs
     unsigned grid10i = 0, grid11i = 0;  // rungs 10 and 11 with T = int, Acc = long long (the integer sum)
     unsigned max_grid = 0;
 };

@@ -131,9 +131,8 @@ void run_ladder(const char* type, const T* d_in, T* d_out, T* h_out, size_t n, v
     size_t* count_unwritten = std::is_same<T, unsigned>::value ? &unwritten : nullptr;
     for (bool exclusive : {true, false}) {
         const std::string mode = std::string(type) + (exclusive ? " exclusive: " : " inclusive: ");
-        const double cub_ms =
-            run_and_time([&] { cub_scan(d_in, d_out, n, exclusive, d_work, work_bytes); }, d_out, h_out, n, repeat,
-                         count_unwritten);
+        const double cub_ms = run_and_time([&] { cub_scan(d_in, d_out, n, exclusive, d_work, work_bytes); }, d_out,
+                                           h_out, n, repeat, count_unwritten);
         check(h_out, exclusive, nullptr, unwritten);
         timed.push_back(
             {mode + (exclusive ? "cub ExclusiveSum" : "cub InclusiveSum"), cub_ms, bytes / (cub_ms * 1e6), 0});
@@ -143,8 +142,8 @@ void run_ladder(const char* type, const T* d_in, T* d_out, T* h_out, size_t n, v
             if constexpr (std::is_same<T, unsigned>::value) fn = rung.scan_int;
             else fn = rung.scan_float;
             if (fn == nullptr || (only_rung != 0 && only_rung != r + 1)) continue;
-            const double ms =
-                run_and_time([&] { fn(d_in, d_out, n, exclusive, d_work, 0); }, d_out, h_out, n, repeat, count_unwritten);
+            const double ms = run_and_time([&] { fn(d_in, d_out, n, exclusive, d_work, 0); }, d_out, h_out, n, repeat,
+                                           count_unwritten);
             check(h_out, exclusive, &rung, unwritten);
             timed.push_back({mode + rung.name, ms, bytes / (ms * 1e6), rung.tile == 0 ? bytes / (cub_ms * 1e6) : 0});
         }
@@ -234,24 +233,25 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaMalloc(&d_out, bytes));
         CUDA_CHECK(cudaMemcpy(d_in, h_ints.data(), bytes, cudaMemcpyHostToDevice));
         int32_t* h_got = static_cast<int32_t*>(h_out);
-        run_ladder<unsigned>(
-            "int32", reinterpret_cast<const unsigned*>(d_in), reinterpret_cast<unsigned*>(d_out),
-            static_cast<unsigned*>(h_out), N, d_work, work_bytes, int(rung), repeat, timed,
-            [&](const unsigned*, bool exclusive, const Rung* r, size_t unwritten) {
-                if (opt.inject_fault && !injected && r != nullptr)
-                    injected = verify::inject_fault(h_got, N, opt.seed) < N;
-                const bool tiled = r != nullptr && r->tile > 0;
-                const std::string what = std::string("int32 ") + (exclusive ? "exclusive, " : "inclusive, ") +
-                                         (r ? r->name : "cub::DeviceScan") + ": every element, exact" +
-                                         (tiled ? " (each tile on its own)" : "");
-                lesson::Check c = verify::check_int_scan(h_got, tiled ? h_tile_ref.data() : h_int_ref.data(), N,
-                                                         exclusive, tiled ? r->tile : 0, what + ", no element unwritten");
-                if (unwritten > 0) {  // a second poison showed them
-                    c.pass = false;
-                    c.bad_count += unwritten;
-                }
-                report.check(c);
-            });
+        run_ladder<unsigned>("int32", reinterpret_cast<const unsigned*>(d_in), reinterpret_cast<unsigned*>(d_out),
+                             static_cast<unsigned*>(h_out), N, d_work, work_bytes, int(rung), repeat, timed,
+                             [&](const unsigned*, bool exclusive, const Rung* r, size_t unwritten) {
+                                 if (opt.inject_fault && !injected && r != nullptr)
+                                     injected = verify::inject_fault(h_got, N, opt.seed) < N;
+                                 const bool tiled = r != nullptr && r->tile > 0;
+                                 const std::string what = std::string("int32 ") +
+                                                          (exclusive ? "exclusive, " : "inclusive, ") +
+                                                          (r ? r->name : "cub::DeviceScan") + ": every element, exact" +
+                                                          (tiled ? " (each tile on its own)" : "");
+                                 lesson::Check c = verify::check_int_scan(
+                                     h_got, tiled ? h_tile_ref.data() : h_int_ref.data(), N, exclusive,
+                                     tiled ? r->tile : 0, what + ", no element unwritten");
+                                 if (unwritten > 0) {  // a second poison showed them
+                                     c.pass = false;
+                                     c.bad_count += unwritten;
+                                 }
+                                 report.check(c);
+                             });
 
         // ---- Part 2: stream compaction of the same int32 input (compaction.cuh).
         if (compaction)

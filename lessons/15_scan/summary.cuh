@@ -59,7 +59,8 @@ static void report_scans(lesson::Report& report, const cudaDeviceProp& prop, con
     for (const Timed& t : timed) {
         if (t.name == "int32 exclusive: cub ExclusiveSum") cub = &t;
         for (int k : {4, 5})
-            if (t.name == std::string("int32 exclusive: ") + kRungs[k].name && (!ours || t.gbps > ours->gbps)) ours = &t;
+            if (t.name == std::string("int32 exclusive: ") + kRungs[k].name && (!ours || t.gbps > ours->gbps))
+                ours = &t;
     }
     report.default_size(cli.at_default_size());
     if (ours && cub) {

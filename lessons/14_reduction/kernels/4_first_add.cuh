@@ -27,7 +27,7 @@ __global__ void reduceFirstAdd(const float* __restrict__ in, float* __restrict__
     __shared__ float sdata[kThreads];
     const unsigned tid = threadIdx.x;
     const size_t i = size_t(blockIdx.x) * 2 * blockDim.x + tid;
-    float pair = i < n ? in[i] : 0.0f;                    // past the end: 0, which adds nothing
+    float pair = i < n ? in[i] : 0.0f;                   // past the end: 0, which adds nothing
     if (i + blockDim.x < n) pair += in[i + blockDim.x];  // the first add, during the load
     sdata[tid] = pair;
     __syncthreads();

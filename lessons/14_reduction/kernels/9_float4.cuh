@@ -60,7 +60,7 @@ __global__ void reduceVec4(const T* __restrict__ in, Acc* __restrict__ partials,
     Acc sum = 0;
 #pragma unroll 1  // kept rolled: one load in flight per thread (rung 10 has four)
     for (size_t i = first; i < n4; i += stride) sum += sum4<Acc>(in4[i]);  // one 16-byte load per trip
-    if (first < n - 4 * n4) sum += Acc(in[4 * n4 + first]);               // the last n % 4 values
+    if (first < n - 4 * n4) sum += Acc(in[4 * n4 + first]);                // the last n % 4 values
     sum = blockReduce<Acc>(sum);
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
