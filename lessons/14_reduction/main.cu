@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = int64_t(1) << 28, rung_only = 0;
-    lesson::Cli cli("reduction", "Sums n floats with a ladder of eight kernels, against cub::DeviceReduce::Sum.");
+    lesson::Cli cli("reduction", "Sums n floats with a ladder of eleven kernels, against cub::DeviceReduce::Sum.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, kMaxN, "values to sum", int64_t(1) << 20);
     cli.add_int("rung", &rung_only, 0, kRungCount, "run and check one rung alone (0 = all rungs)");
