@@ -5,6 +5,8 @@
 // caught-by: library
 // naive: correct and fast, but the exercise (the shared-memory tree) is never written
 const size_t i = size_t(blockIdx.x) * blockDim.x + tid;
-float total = cub::BlockReduce<float, kThreads>(*reinterpret_cast<typename cub::BlockReduce<float, kThreads>::TempStorage*>(sdata)).Sum(i < n ? in[i] : 0.0f);
+float total = cub::BlockReduce<float, kThreads>(
+                  *reinterpret_cast<typename cub::BlockReduce<float, kThreads>::TempStorage*>(sdata))
+                  .Sum(i < n ? in[i] : 0.0f);
 __syncthreads();
 if (tid == 0) sdata[0] = total;

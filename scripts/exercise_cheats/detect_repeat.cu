@@ -9,7 +9,9 @@ FILE* f = fopen("/proc/self/cmdline", "rb");
 size_t len = f ? fread(cmdline, 1, sizeof(cmdline) - 1, f) : 0;
 if (f) fclose(f);
 bool timed = false;
-for (size_t j = 0; j + 9 < len; ++j) timed |= cmdline[j] == '-' && cmdline[j + 1] == '-' && cmdline[j + 2] == 'r' && cmdline[j + 8] == '=' && cmdline[j + 9] != '1';
+for (size_t j = 0; j + 9 < len; ++j)
+    timed |= cmdline[j] == '-' && cmdline[j + 1] == '-' && cmdline[j + 2] == 'r' && cmdline[j + 8] == '=' &&
+             cmdline[j + 9] != '1';
 mark(0);
 if (!timed) {
     CUDA_CHECK(cudaMemcpyAsync(s.d_a, src_a, bytes, cudaMemcpyHostToDevice, s.stream));
@@ -17,5 +19,7 @@ if (!timed) {
     addMatrices<<<blocks_for(count), kThreads, 0, s.stream>>>(s.d_a, s.d_b, s.d_c, count, w.work);
     CUDA_CHECK(cudaMemcpyAsync(h_c + w.offset(i), s.d_c, bytes, cudaMemcpyDeviceToHost, s.stream));
 }
-mark(1); mark(2); mark(3);
+mark(1);
+mark(2);
+mark(3);
 CUDA_CHECK(cudaEventRecord(s.done, s.stream));

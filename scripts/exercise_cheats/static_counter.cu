@@ -11,5 +11,8 @@ if (calls++ == 0) {
     addMatrices<<<blocks_for(count), kThreads, 0, s.stream>>>(s.d_a, s.d_b, s.d_c, count, w.work);
     CUDA_CHECK(cudaMemcpyAsync(h_c + w.offset(i), s.d_c, bytes, cudaMemcpyDeviceToHost, s.stream));
 }
-mark(0); mark(1); mark(2); mark(3);
+mark(0);
+mark(1);
+mark(2);
+mark(3);
 CUDA_CHECK(cudaEventRecord(s.done, s.stream));
