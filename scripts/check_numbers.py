@@ -303,16 +303,16 @@ def check_values(rel, text, write=False):
         # Equal at the precision printed: |value - printed| <= half a unit of its last digit
         # (of the mantissa's last digit, for 1.234e-05).
         unit = 10 ** ((exponent or 0) - decimals)
+        expected = printed_like(value, printed, decimals, exponent)
         # In scientific notation the exponent itself must be the value's (0.0e-00 is no match
         # for 5.7e-07 although it is within half a unit of its last digit).
-        wrong_exponent = exponent is not None and int(("%.*e" % (decimals, value)).split("e")[1]) != exponent
+        wrong_exponent = exponent is not None and int(expected.split("e")[1]) != exponent
         if wrong_exponent or abs(value - p) > 0.5 * unit * (1 + 1e-9) + 1e-12 * unit:
             if write:
-                edits.append((num.start(), num.end(), printed_like(value, printed, decimals, exponent)))
+                edits.append((num.start(), num.end(), expected))
                 continue
             errors.append("%s: printed %s, the committed run gives %.6g (%s at the %d decimal(s) printed)\n  %s"
-                          % (where, printed, value, printed_like(value, printed, decimals, exponent), decimals,
-                             "\n  ".join(what)))
+                          % (where, printed, value, expected, decimals, "\n  ".join(what)))
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
     return errors, count, text
