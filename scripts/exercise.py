@@ -466,6 +466,11 @@ def region_violations(lines, first_line, ctx=None, k=None):
     if _HARNESS is None:
         _HARNESS = harness_names()
     found, depth = [], 0
+    # The reference regions of exercise k, what the allow-if-the-reference-does rules compare with.
+    ref = ((ctx or {}).get("ref") or {}).get(k, "")
+    ref_flat = re.sub(r"\s+", "", ref)
+    defined = (ctx or {}).get("defined") or set()
+    in_ref = lambda name: re.search(r"\b%s\b" % re.escape(name), ref) is not None
     logical = lex(lines)
     for n, code, strs in logical:
         where = first_line + n
@@ -488,19 +493,15 @@ def region_violations(lines, first_line, ctx=None, k=None):
             hits.append("exit")
         if "RESULT" in "".join(strs):  # "RES" "ULT" is one string to the compiler
             hits.append("result-line")
-        ref = ((ctx or {}).get("ref") or {}).get(k, "")
-        flat = lambda x: re.sub(r"\s+", "", x)
-        ref_flat = flat(ref)
-        if any(flat(x) not in ref_flat for x in LIBRARY.findall(code)):
+        if any(re.sub(r"\s+", "", x) not in ref_flat for x in LIBRARY.findall(code)):
             hits.append("library")
-        if any(x not in ALWAYS_API and not re.search(r"\b%s\b" % x, ref) for x in API.findall(code)):
+        if any(x not in ALWAYS_API and not in_ref(x) for x in API.findall(code)):
             hits.append("api")
-        if any(not re.search(r"\b%s\b" % re.escape(x.split()[0] if x.split() else x), ref) for x in STATE.findall(code)):
+        if any(not in_ref(x.split()[0] if x.split() else x) for x in STATE.findall(code)):
             hits.append("state")
-        if any(not re.search(r"\b%s\b" % x, ref) for x in IO.findall(code)):
+        if any(not in_ref(x) for x in IO.findall(code)):
             hits.append("io")
-        defined = (ctx or {}).get("defined") or set()
-        if any(x in defined and not re.search(r"\b%s\b" % x, ref) for x in CALL.findall(code)):
+        if any(x in defined and not in_ref(x) for x in CALL.findall(code)):
             hits.append("lesson-code")
         for c in code:
             depth += (c == "{") - (c == "}")
