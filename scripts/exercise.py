@@ -1245,6 +1245,14 @@ def report_table(folder):
             "%.2fx" % ofref if ofref is not None else "-", "%.1f%%" % (100 * min(ofb)) if ofb else "-"))
 
 
+def no_grade(r):
+    """Why a check gave no grade: the rules refused the code, or its timed runs varied too much."""
+    refused = r.get("refused") or []
+    if refused and all("varied by" in x for x in refused):
+        return "no grade (runs varied %s)" % ", ".join(re.search(r"varied by (\d+%)", x).group(1) for x in refused)
+    return "refused" if refused else None
+
+
 def grades_summary(folder, out):
     """One summary of the check --solution JSON files in folder: GPU, date, and per lesson its grade."""
     lessons, gpus, dates = {}, set(), []
@@ -1257,7 +1265,7 @@ def grades_summary(folder, out):
         dates.append(r.get("date", "")[:10])
         speed = r.get("speed") or []
         lessons[r["lesson"]] = {
-            "result": r.get("result"), "grade": r.get("grade") or ("refused" if r.get("refused") else None),
+            "result": r.get("result"), "grade": r.get("grade") or no_grade(r),
             "of_reference": min((g["of_reference"] for g in speed), default=None),
             "spread": max((g.get("spread", 0) for g in speed), default=None),
             "seconds": r.get("seconds"), "date": r.get("date")}
