@@ -1,28 +1,22 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 11 of 12: copies spread over the FMAs.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=11   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 12 of 14: copies spread over the FMAs.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=12   (lesson 13 of the course, 00-23)
 //
-// Before: rung 8 (this rung's parent) issued all cp.async copies of the next tile in
-//         one burst at the top of every 16-wide k tile and ran each k step's 128 FFMA
-//         row by row. Nsight Compute on an H100 (README.md, "Rung 11") found its warps
-//         stalled where cuBLAS's are not: on the burst (LSU queue full, pointer updates
-//         waiting for the copies to read their addresses), at the barrier of every tile,
-//         and at dispatch of FFMA whose operands the register reuse cache did not hold.
-// Here:   the same warp tiles with a k tile of 32 in 2 stages (one barrier per 4096 FFMA
-//         per thread), the copies of the next tile spread over the first 12 k steps (2 per
-//         step, between the FFMA), and each k step's outer product done two columns at a
-//         time, up one column pair and down the next, so that consecutive FFMA share a
-//         register operand. Same arithmetic as rung 8 (6 LDS.128 per 128 FFMA, 3/256 of a
-//         global element per FMA); fewer stalls.
-// Lacks:  a loop body that fits the instruction cache: 32 unrolled k steps are about
-//         4,400 instructions, and warps stall on instruction fetch (README.md).
-// Next:   rung 12 (diff kernels/10_register_double_buffer.cuh kernels/12_async_double_buffer.cuh):
-//         rung 10's short loop, with rung 11's cp.async copies.
-// Run:    ./build/bin/matmul_ladder --rung=11
+// Before: rung 11 issued all cp.async copies of the next tile (24 per thread) in one burst
+//         at the top of every 32-wide k tile. A burst can fill the load/store unit's queue,
+//         and the pointer updates after it wait for the copies to read their addresses.
+// Here:   the copies of an interior tile leave two at a time after each of the first 12
+//         k steps, between the FFMA, and the pointers advance after the last one. Edge
+//         tiles and the partial last one still go through the guarded load(), all at once.
+//         Still one commit group per tile, so the wait at the last k step keeps its meaning.
+// Lacks:  each k step's 128 FFMA still run row by row, so consecutive FFMA share no
+//         register operand for the register reuse cache.
+// Next:   rung 13 changes the FFMA order (diff kernels/12_spread_copies.cuh kernels/13_operand_reuse.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=12
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung11 {
+namespace rung12 {
 
 // `dst` is a shared-memory address (__cvta_generic_to_shared), computed once per thread.
 // cp.async exists from sm_80 (Ampere) on; older GPUs (Turing) get plain,
@@ -81,7 +75,6 @@ struct WarpTiling {
     // of them after each of the first k steps, all within the first half of the tile.
     static constexpr int kCopies = (kBK / 8) * kARows + kBRows;
     static constexpr int kPerStep = (kCopies + kBK / 2 - 1) / (kBK / 2);
-    static_assert(kTN % 2 == 0, "the FFMA order walks pairs of columns");
 };
 
 template <class Cfg>
@@ -208,18 +201,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                 write = write == kLast ? 0 : write + Cfg::kStageFloats;
                 if (tile + 1 < tiles) fragments(read, 0, a[0], b[0]);
             }
-            // 128 FFMA, two columns at a time: rows 0..kTM-1 for columns 0 and 1, rows kTM-1..0 for
-            // columns 2 and 3, ... Each FFMA shares a register operand with the one before it.
-            const float(&av)[kTM] = a[k % 2];
-            const float(&bv)[kTN] = b[k % 2];
 #pragma unroll
-            for (int jp = 0; jp < kTN / 2; ++jp)
+            for (int i = 0; i < kTM; ++i)
 #pragma unroll
-                for (int r = 0; r < kTM; ++r) {
-                    const int i = jp % 2 == 0 ? r : kTM - 1 - r;
-                    acc[i][2 * jp] = fmaf(av[i], bv[2 * jp], acc[i][2 * jp]);
-                    acc[i][2 * jp + 1] = fmaf(av[i], bv[2 * jp + 1], acc[i][2 * jp + 1]);
-                }
+                for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
             if (k * Cfg::kPerStep < Cfg::kCopies && spread) {  // this step's share of the next tile
 #pragma unroll
                 for (int q = k * Cfg::kPerStep; q < (k + 1) * Cfg::kPerStep && q < Cfg::kCopies; ++q) copy(q, write);
@@ -257,13 +242,12 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-// Rung 11: rung 8's tiles with a k tile of 32 in 2 stages (99,328 bytes of shared memory), the
-// fastest of the configurations measured on an H100 (README.md, "Rung 11"):
+// Rung 12: rung 11's tiles, a k tile of 32 in 2 stages (99,328 bytes of shared memory):
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 32, 64, 64, 16, 8, 2, 1>;
 
-// Rung 11 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
+// Rung 12 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
 // 65,536): a k tile of 16 in 2 stages, 49,664 bytes, its 12 copies spread over the first 6 k steps.
 using Smaller = WarpTiling<128, 256, 16, 64, 64, 16, 8, 2, 1>;
 
-}  // namespace rung11
+}  // namespace rung12
