@@ -9,8 +9,9 @@
 // warpgroup (6), a cluster with TMA multicast (7), a persistent grid (8), one wgmma group kept in
 // flight (9). This file is the host side: flags, the rung table, and the parts in order: the
 // checks against a double-precision CPU reference (checks.cuh: 1024^3 and two more shapes), then
-// at every timed size each rung against cuBLAS (cublasGemmEx, the yardstick) element by element,
-// timed. The problem on the device and cuBLAS's call: problem.cuh.
+// at every timed size each rung against cuBLAS's fp32 C element by element, and all of them timed
+// in turns with cuBLAS in its two configurations (fp32 C and bf16 C; the faster is the
+// yardstick): timed.cuh. The problem on the device and cuBLAS's calls: problem.cuh.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -46,6 +47,7 @@
 
 #include "checks.cuh"  // parts 1 and 1b
 #include "problem.cuh"
+#include "timed.cuh"  // part 2
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
 // needs from the GPU (common/needs.h): rungs 1-3 bf16 tensor cores (cc 8.0) in an sm_80 or newer
@@ -111,67 +113,6 @@ static void require_fits(const std::vector<Shape>& timed, const std::vector<cons
                                   " == 0 (all rungs: multiples of 256, 256, 64; rungs 1-2 alone: of 16)");
 }
 
-// The best rung of a timed shape (TFLOP/s and name; 0 and "" when none ran).
-struct Best {
-    double tflops = 0;
-    std::string name;
-};
-
-// Part 2, one timed shape: cuBLAS (checked on sampled rows against the CPU), then every rung
-// checked element by element against cuBLAS's C, then timed. Returns the best rung and sets
-// the cuBLAS rate and the note of a shape too small to fill the GPU.
-static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, double& cublas_tflops,
-                       std::string& small) {
-    Problem p{shape};
-    setup(p, c.seed + 100 + 10 * t, c.encode);
-    const Shape& s = p.s;
-    const int sms = c.prop.multiProcessorCount;
-    float* d_ref = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_ref, s.c() * sizeof(float)));
-    std::vector<float> h_ref(s.c()), h_C(s.c());
-    const Gemm gref = p.gemm(d_ref, sms);
-    run_once([&] { launch_cublas(c.handle, gref); }, d_ref, h_ref.data(), s.c());
-    {
-        const int samples = double(s.M) * s.N * s.K <= double(1 << 27) ? s.M : std::min(s.M, 16);
-        std::vector<double> ref(size_t(samples) * s.N);
-        std::vector<float> got(size_t(samples) * s.N);
-        for (int i = 0; i < samples; ++i) {
-            const int row = samples == 1 ? 0 : int(int64_t(i) * (s.M - 1) / (samples - 1));
-            verify::matmul_reference(p.h_A.data() + size_t(row) * s.K, p.h_B.data(), ref.data() + size_t(i) * s.N, 1,
-                                     s.N, s.K);  // row `row` of C, as a 1-row product
-            std::copy_n(h_ref.begin() + size_t(row) * s.N, s.N, got.begin() + size_t(i) * s.N);
-        }
-        c.report.check(verify::compare(got.data(), ref.data(), got.size(), kTol,
-                                       "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + s.text()));
-    }
-    const double flop = 2.0 * double(s.M) * s.N * s.K;
-    const double bytes = double(s.a() + s.b()) * sizeof(bf16) + double(s.c()) * sizeof(float);
-    const auto tflops = [&](double ms) { return flop / (ms * 1e9); };
-    small = lesson::small_gemm_note(s.M, s.N, c.prop);
-    const double cublas_ms = lesson::time_median_ms(c.repeat, [&] { launch_cublas(c.handle, gref); });
-    cublas_tflops = tflops(cublas_ms);
-    c.report.yardstick("cuBLAS GemmEx bf16 -> fp32 (CUBLAS_COMPUTE_32F), " + s.text(), cublas_tflops, "TFLOP/s");
-    c.report.variant_bound("cuBLAS @" + s.text(), cublas_ms, cublas_tflops, "TFLOP/s", peak, "BF16 peak");
-    c.report.work("cuBLAS @" + s.text(), flop, bytes, cublas_ms);
-
-    const Gemm g = p.gemm(p.d_C, sms);
-    Best best;
-    for (const Rung* r : c.ladder) {
-        run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
-        c.report.check(verify::compare_two_approximations(  // two fp32 results: verify/compare.h
-            h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
-            std::string(r->name) + " vs cuBLAS, every element (two-sided) of " + s.text()));
-        const double ms = lesson::time_median_ms(c.repeat, [&] { r->launch(g); });
-        const std::string name = std::string(r->name) + " @" + s.text();
-        c.report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS", small);
-        c.report.work(name, flop, bytes, ms);
-        if (tflops(ms) > best.tflops) best = {tflops(ms), r->name};
-    }
-    CUDA_CHECK(cudaFree(d_ref));
-    release(p);
-    return best;
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -199,9 +140,9 @@ int main(int argc, char** argv) {
                                           ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}}
                                           : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}};
     uint64_t host_bytes = 0, dev_bytes = 0;
-    for (const Shape& s : timed) {  // floats + bits of A and B, the cuBLAS result and one rung's
-        host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float));
-        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float));
+    for (const Shape& s : timed) {  // floats + bits of A and B, cuBLAS's two results and one rung's
+        host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float) + s.c() * 2);
+        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float) + s.c() * 2);
     }
     for (const Shape& s : checks) host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + s.c() * 12);
     const std::string what =
@@ -246,44 +187,49 @@ int main(int argc, char** argv) {
     check_against_cpu(c, checks, opt.inject_fault);
     check_persistent(c, timed, kLadder[6]);
 
-    // Part 2: each timed shape, every rung against cuBLAS and timed.
+    // Part 2: each timed shape, every rung against cuBLAS, then all timed in turns (timed.cuh).
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
-    report.timing(lesson::kTimingMethod);
-    std::string best;
+    report.timing(std::string(lesson::kTimingMethod) +
+                  "; at each shape cuBLAS (fp32 C, bf16 C) and every rung interleaved, one sample of each in turn "
+                  "(lesson::time_interleaved_ms)");
+    std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;
     for (size_t t = 0; t < timed.size(); ++t) {
         const Shape& s = timed[t];
-        double cublas_tflops = NAN;
         std::string small;
-        const Best b = time_shape(c, s, t, peak, cublas_tflops, small);
+        const Best b = time_shape(c, s, t, peak, small);
         // The 0.90x target is for the wgmma rungs (4-9, sm_90a): rung 3's mma.sync, the best
         // elsewhere, is not meant to reach it.
         if (any_sm90a && 2.0 * double(s.M) * s.N * s.K >= 2.0 * 4096.0 * 4096.0 * 4096.0)
-            report.target("best rung vs cuBLAS BF16 at " + s.text(), b.tflops / cublas_tflops, 0.90, "x");
+            report.target("best rung vs cuBLAS BF16 at " + s.text(), b.fraction, 0.90, "x");
         if (t == 0 || s.M == 4096) {  // the key result: the default 4096^3, or the first timed shape
             best =
                 b.name.empty() ? "" : b.name + "' " + std::to_string(int(b.tflops + 0.5)) + " TFLOP/s at " + s.text();
-            best_fraction = b.tflops / cublas_tflops;
+            best_fraction = b.fraction;
+            best_yardstick = b.yardstick;
             best_small = small;
         }
     }
 
     if (!any_sm90a)
         report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 4-9 (sm_90a), and none ran");
-    report.note("output C is fp32 (cuBLAS: CUDA_R_16BF inputs, CUDA_R_32F output, CUBLAS_COMPUTE_32F)");
+    report.note(
+        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
+        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
+        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
     report.note(
         "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
         "stored); rungs 3-9 have no edge code and need the multiples in the rung table (all rungs together: "
         "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
     report.note(
-        "timed shapes compare each rung with cuBLAS's output, every element; cuBLAS is checked against the "
+        "timed shapes compare each rung with cuBLAS's fp32 output, every element; cuBLAS is checked against the "
         "CPU on sampled rows (all rows for small shapes)");
     if (best.empty())
         report.key_result("no ladder rung ran (see the notes)", NAN, "cuBLAS BF16", lesson::Against::Yardstick,
                           "no rung ran");
-    else report.key_result("best rung '" + best, best_fraction, "cuBLAS BF16", lesson::Against::Yardstick, best_small);
+    else report.key_result("best rung '" + best, best_fraction, best_yardstick, lesson::Against::Yardstick, best_small);
     report.default_size(cli.at_default_size());
 
     CUBLAS_CHECK(cublasDestroy(handle));
