@@ -9,6 +9,7 @@
 #pragma once
 #include <cub/device/device_histogram.cuh>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
