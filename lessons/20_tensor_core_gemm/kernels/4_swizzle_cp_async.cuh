@@ -1,27 +1,27 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 3 of 9: mma.sync + ldmatrix + swizzle + cp.async.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 4 of 11: a swizzle and a cp.async pipeline.
 //
-// Before: rung 2 used WMMA on padded shared-memory tiles, loaded through registers.
-// Here:   the Ampere recipe, written in PTX (common/ptx.cuh):
+// Before: rung 3 fed mma.sync from padded shared memory, the tiles copied through registers, one
+//         at a time: every warp waited at __syncthreads for the next tile's loads.
+// Here:   the same warps, fragments and ldmatrix, with the tiles moved differently:
 //         - cp.async copies 16-byte chunks global -> shared without registers, kStages - 1
-//           tiles ahead (a multi-stage pipeline: kStages = 3 buffers of 128 x 64 + 64 x 128);
-//         - an XOR swizzle: chunk c of row r is stored at chunk c ^ (r % 8), so the eight rows
-//           one ldmatrix reads land in eight different 16-byte bank groups (no padding, and no
-//           bank conflicts: README.md shows the ncu metric);
-//         - ldmatrix.x4 loads four 8 x 8 matrices per instruction straight into the register
-//           layout of mma.sync.m16n8k16 (.trans for B, which is stored k-rows);
-//         - warp tiling: eight warps of 64 x 32 each hold 4 x 4 m16n8 accumulators (64 floats).
+//           tiles ahead (a multi-stage pipeline: kStages = 3 buffers of 128 x 64 + 64 x 128),
+//           so the loads of later tiles run while the tensor cores work on this one;
+//         - an XOR swizzle replaces the padding: chunk c of row r is stored at chunk c ^ (r % 8),
+//           so the eight rows one ldmatrix reads land in eight different 16-byte bank groups
+//           (no bank conflicts, README.md shows the ncu metric) in rows of exactly 128 and 256
+//           bytes: the layout TMA and wgmma use on Hopper (rungs 5-6), where padding is not an option.
 // Lacks:  mma.sync is a warp instruction with small tiles: on Hopper it tops out near 2/3 of the
 //         tensor cores' rate (only wgmma reaches the full rate; this rung reaches about half), and every operand goes through
 //         registers (ldmatrix), costing issue slots and register-file bandwidth.
-// Next:   rung 4: Hopper's wgmma reads both operands from shared memory, fed by TMA
-//         (diff kernels/3_mma_sync.cuh kernels/4_wgmma_tma.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=3
+// Next:   rung 5: Hopper's wgmma reads both operands from shared memory, the same threads writing it
+//         (diff kernels/4_swizzle_cp_async.cuh kernels/5_wgmma_cp_async.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=4
 // Shapes: M, N multiples of 128 and K a multiple of 64 (no edge code: main.cu rejects others).
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung3 {
+namespace rung4 {
 
 constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3;
 constexpr int kWM = 64, kWN = 32;                            // warp tile
@@ -36,7 +36,7 @@ constexpr int kMultipleMN = 128, kMultipleK = 64;
 __device__ __forceinline__ uint32_t swz_a(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 __device__ __forceinline__ uint32_t swz_b(int r, int c) { return r * 256 + ((c ^ (r & 7)) << 4); }
 
-__global__ void __launch_bounds__(kThreads) mmaSync(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads) mmaSyncPipelined(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
 #if defined(PTX_SM80)
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sA = uint32_t(__cvta_generic_to_shared(smem));  // kStages A tiles, then kStages B tiles
@@ -121,12 +121,12 @@ __global__ void __launch_bounds__(kThreads) mmaSync(const bf16* A, const bf16* B
 inline void launch(const Gemm& g) {
     static bool raised = false;  // above 48 KB of dynamic shared memory only after opting in
     if (!raised) {
-        CUDA_CHECK(cudaFuncSetAttribute(mmaSync, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+        CUDA_CHECK(cudaFuncSetAttribute(mmaSyncPipelined, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
         raised = true;
     }
     const dim3 grid(g.N / kBN, g.M / kBM);
-    mmaSync<<<grid, kThreads, kSmemBytes>>>(g.A, g.B, g.C, g.M, g.N, g.K);
+    mmaSyncPipelined<<<grid, kThreads, kSmemBytes>>>(g.A, g.B, g.C, g.M, g.N, g.K);
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung3
+}  // namespace rung4
