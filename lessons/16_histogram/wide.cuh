@@ -67,8 +67,8 @@ static double run_wide(lesson::Report& report, lesson::Gate& gate, const cudaDev
                        const lesson::CommonOptions& opt, size_t N, unsigned bins, bool alone) {
     const size_t keys = (N + 3) / 4, key_bytes = keys * sizeof(uint32_t), hist_bytes = size_t(bins) * 4;
     rung7::Plan plan = rung7::choose(bins, lesson::gpu_limits().smem_optin);
-    const std::string what = "rung 7 (" + std::to_string(bins) + " bins, a cluster of " +
-                             std::to_string(plan.cluster) + " blocks of " + std::to_string(plan.slice) + ")";
+    const std::string what = "rung 7 (" + std::to_string(bins) + " bins, a cluster of " + std::to_string(plan.cluster) +
+                             " blocks of " + std::to_string(plan.slice) + ")";
     lesson::Needs needs;
     needs.cc = 90;
     needs.cc_why = "thread-block clusters";
@@ -108,8 +108,8 @@ static double run_wide(lesson::Report& report, lesson::Gate& gate, const cudaDev
     const int levels = int(bins) + 1;
     const unsigned lower = 0, upper = bins;
     size_t temp_bytes = 0;
-    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d_keys, d_hist, levels, lower, upper,
-                                                   int64_t(keys)));
+    CUDA_CHECK(
+        cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d_keys, d_hist, levels, lower, upper, int64_t(keys)));
     lesson::require_device_memory(temp_bytes, "CUB's temporary storage for " + size_flag);
     void* d_temp = nullptr;
     CUDA_CHECK(cudaMalloc(&d_temp, temp_bytes));

@@ -17,9 +17,9 @@
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 
-#include "kernels/9_cluster_multicast.cuh"
 #include "kernels/10_persistent.cuh"
 #include "kernels/11_wgmma_pipelined.cuh"
+#include "kernels/9_cluster_multicast.cuh"
 #include "problem.cuh"
 
 // Part 1: cuBLAS and every rung that fits the shape against the double-precision CPU reference.

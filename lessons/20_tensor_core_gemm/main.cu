@@ -35,6 +35,8 @@
 #include "verify/compare.h"
 #include "verify/matmul.h"
 
+#include "kernels/10_persistent.cuh"
+#include "kernels/11_wgmma_pipelined.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
@@ -44,8 +46,6 @@
 #include "kernels/7_two_warpgroups.cuh"
 #include "kernels/8_warp_specialized.cuh"
 #include "kernels/9_cluster_multicast.cuh"
-#include "kernels/10_persistent.cuh"
-#include "kernels/11_wgmma_pipelined.cuh"
 
 #include "checks.cuh"  // parts 1 and 1b
 #include "problem.cuh"

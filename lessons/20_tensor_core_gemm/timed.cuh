@@ -77,8 +77,7 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
             const uint32_t w = uint32_t(bits[i]) << 16;
             std::memcpy(&h_C[i], &w, sizeof w);
         }
-        c.report.check(verify::compare(h_C.data(), h_ref.data(), s.c(),
-                                       verify::unit_roundoff(verify::kBf16) + 2 * kTol,
+        c.report.check(verify::compare(h_C.data(), h_ref.data(), s.c(), verify::unit_roundoff(verify::kBf16) + 2 * kTol,
                                        "cuBLAS bf16 out vs cuBLAS fp32 out, every element of " + s.text()));
     }
     const Gemm g = p.gemm(p.d_C, sms);

@@ -255,11 +255,11 @@ int main(int argc, char** argv) {
 
     report.note("inputs: Q uniform on multiples of 4/128 in [-4, 4), K and V of 1/128 in [-1, 1): exact in bf16");
     report.note("TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; " +
-                (g_cublas_bf16 ? "the yardstick is cuBLAS GemmEx (bf16 in, fp32 accumulate) at " +
-                                     std::to_string(gemm_n) +
-                                     "^3 in this run, fp32 C and bf16 C timed in turns, the faster named; the graded "
-                                     "ratio times the best fused rung in turns with both"
-                               : c.no_gemm));
+                (g_cublas_bf16
+                     ? "the yardstick is cuBLAS GemmEx (bf16 in, fp32 accumulate) at " + std::to_string(gemm_n) +
+                           "^3 in this run, fp32 C and bf16 C timed in turns, the faster named; the graded "
+                           "ratio times the best fused rung in turns with both"
+                     : c.no_gemm));
     if (key.text.empty())
         report.key_result("no fused rung was timed", NAN, c.cublas_name, lesson::Against::Yardstick, "not timed");
     else report.key_result(key.text, key.fraction, key.of, lesson::Against::Yardstick, key.small);

@@ -189,12 +189,12 @@ struct Context {
     const Plan& plan;
     uint64_t seed;
     int repeat;
-    bool inject;                 // --inject-fault: corrupts the first result checked
-    GemmYardstick gemm;          // its buffers (null without it)
-    double cublas_tflops = NAN;  // the cuBLAS BF16 GEMM yardstick, the faster output (NAN without it)
+    bool inject;                                   // --inject-fault: corrupts the first result checked
+    GemmYardstick gemm;                            // its buffers (null without it)
+    double cublas_tflops = NAN;                    // the cuBLAS BF16 GEMM yardstick, the faster output (NAN without it)
     std::string cublas_name = "cuBLAS BF16 GEMM";  // which output that was
-    double copy_gbps = NAN;      // the device-to-device copy yardstick
-    std::string no_gemm;         // why there is no GEMM yardstick ("" when there is one)
+    double copy_gbps = NAN;                        // the device-to-device copy yardstick
+    std::string no_gemm;                           // why there is no GEMM yardstick ("" when there is one)
 
     template <class Floats>  // a vector of floats
     void check(Floats& got, const double* ref, const std::string& what) {

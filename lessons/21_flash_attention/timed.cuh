@@ -113,7 +113,7 @@ static void time_size(Context& c, int64_t bh, int N, int d, bool causal, bool la
     c.report.metric("Q, K, V, O (all rungs), " + tag, io_bytes / 1e9, "GB");
     verify::host_vector<float> h_std;  // rung 4's O: the reference of the fused rungs, every element
     double std_ms = NAN, best_fused = 0, mma_ms = NAN;
-    int best_i = -1;  // the fastest fused rung
+    int best_i = -1;           // the fastest fused rung
     bool wgmma_timed = false;  // rung 8 or 9 ran: the target below is theirs
     if (standard_fits) {
         CUDA_CHECK(cudaMalloc(&g_S, nn * sizeof(float)));

@@ -205,10 +205,8 @@ void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaSt
         scan(tileSums, tileSums, tiles, true, tileSums + padded_count(tiles), stream);
     }
     // Pass 3.
-    if (exclusive)
-        scanTilesFrom<T, true><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
-    else
-        scanTilesFrom<T, false><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
+    if (exclusive) scanTilesFrom<T, true><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
+    else scanTilesFrom<T, false><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, tileSums);
     CUDA_CHECK_LAUNCH();
 }
 

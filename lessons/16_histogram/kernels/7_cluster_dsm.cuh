@@ -21,8 +21,8 @@
 // Next:   cub::DeviceHistogram::HistogramEven on the same keys, the yardstick.
 // Run:    ./build/bin/histogram --rung=7
 #pragma once
-#include <cuda_runtime.h>
 #include <cooperative_groups.h>
+#include <cuda_runtime.h>
 #include <cstddef>
 #include <cstdint>
 #include "common/check.h"

@@ -23,9 +23,9 @@
 
 namespace rung3 {
 
-constexpr int kBM = 128, kBN = 128, kBK = 64, kPad = 8;  // kPad: bf16 elements per row (16 bytes)
-constexpr int kWM = 64, kWN = 32;                            // warp tile
-constexpr int kThreads = 32 * (kBM / kWM) * (kBN / kWN);     // 8 warps: 2 (M) x 4 (N)
+constexpr int kBM = 128, kBN = 128, kBK = 64, kPad = 8;                  // kPad: bf16 elements per row (16 bytes)
+constexpr int kWM = 64, kWN = 32;                                        // warp tile
+constexpr int kThreads = 32 * (kBM / kWM) * (kBN / kWN);                 // 8 warps: 2 (M) x 4 (N)
 constexpr int kTileA = kBM * (kBK + kPad), kTileB = kBK * (kBN + kPad);  // elements, padded
 constexpr int kSmemBytes = (kTileA + kTileB) * 2;                        // 35 KB
 constexpr int kMultipleMN = 128, kMultipleK = 64;

@@ -36,7 +36,8 @@ constexpr int kMultipleMN = 128, kMultipleK = 64;
 __device__ __forceinline__ uint32_t swz_a(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 __device__ __forceinline__ uint32_t swz_b(int r, int c) { return r * 256 + ((c ^ (r & 7)) << 4); }
 
-__global__ void __launch_bounds__(kThreads) mmaSyncPipelined(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads)
+    mmaSyncPipelined(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
 #if defined(PTX_SM80)
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sA = uint32_t(__cvta_generic_to_shared(smem));  // kStages A tiles, then kStages B tiles

@@ -25,11 +25,11 @@
 namespace rung5 {
 
 constexpr int kBM = 64, kBN = 128, kBK = 64, kStages = 4;
-constexpr int kThreads = 128;                            // one warpgroup
-constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;    // elements per stage
-struct Smem {                                            // every tile 1024-byte aligned (the swizzle atom)
-    alignas(1024) bf16 A[kStages][kTileA];               // 64 rows x 128 bytes (K-major)
-    alignas(1024) bf16 B[kStages][kTileB];               // 2 boxes of 64 k-rows x 128 bytes (N-major)
+constexpr int kThreads = 128;                          // one warpgroup
+constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;  // elements per stage
+struct Smem {                                          // every tile 1024-byte aligned (the swizzle atom)
+    alignas(1024) bf16 A[kStages][kTileA];             // 64 rows x 128 bytes (K-major)
+    alignas(1024) bf16 B[kStages][kTileB];             // 2 boxes of 64 k-rows x 128 bytes (N-major)
 };
 constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;  // + room to align the base by hand
 
@@ -38,8 +38,7 @@ constexpr int kSmemBytes = int(sizeof(Smem)) + 1024;  // + room to align the bas
 // The pattern repeats every 8 rows (1024 bytes, an atom): the tiles are 1024-byte aligned.
 __device__ __forceinline__ uint32_t swz128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 
-__global__ void __launch_bounds__(kThreads)
-    wgmmaCpAsync(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads) wgmmaCpAsync(const bf16* A, const bf16* B, float* C, int M, int N, int K) {
 #if defined(PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
