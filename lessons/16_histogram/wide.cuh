@@ -9,7 +9,6 @@
 #pragma once
 #include <cub/device/device_histogram.cuh>
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,34 +30,12 @@ inline uint32_t wide_key(uint64_t seed, uint64_t i, uint32_t bins) {
     return uint32_t(verify::splitmix64(seed * 0x9E3779B97F4A7C15ull + i) % bins);
 }
 
-// The exact check of one GPU histogram of `keys` keys: every bin equals the
-// CPU's, and the bins add up to keys (a wrong sum counts once more, at index bins).
+// The exact check of one GPU histogram of `keys` keys: every bin equals the CPU's, and the bins
+// add up to keys (verify::compare_histogram, at this part's bin count).
 static lesson::Check check_wide(const std::vector<unsigned int>& gpu, const std::vector<uint64_t>& ref, uint64_t keys,
                                 const std::string& what) {
-    lesson::Check c;
-    c.what = what + ": " + std::to_string(ref.size()) + " bins exact, sum = keys";
-    c.checked = ref.size();
-    c.tol = 0.0;
-    double diff2 = 0, ref2 = 0, max_abs = 0;
-    uint64_t sum = 0;
-    for (size_t b = 0; b < ref.size(); ++b) {
-        sum += gpu[b];
-        const double d = double(gpu[b]) - double(ref[b]);
-        diff2 += d * d, ref2 += double(ref[b]) * double(ref[b]);
-        max_abs = std::fabs(d) > max_abs ? std::fabs(d) : max_abs;
-        if (uint64_t(gpu[b]) != ref[b]) {
-            if (c.first_bad < 0) c.first_bad = int64_t(b);
-            ++c.bad_count;
-        }
-    }
-    if (sum != keys) {
-        if (c.first_bad < 0) c.first_bad = int64_t(ref.size());
-        ++c.bad_count;
-    }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2) / std::sqrt(ref2) : (diff2 == 0 ? 0.0 : INFINITY);
-    c.max_abs = max_abs;
-    c.pass = c.bad_count == 0;
-    return c;
+    return verify::compare_histogram(gpu.data(), ref.data(), keys,
+                                     what + ": " + std::to_string(ref.size()) + " bins exact, sum = keys", ref.size());
 }
 
 // Part 2. `alone`: --rung=7, so its result is the run's key result. Returns the CPU reference's ms

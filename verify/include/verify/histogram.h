@@ -140,30 +140,31 @@ inline double largest_bin_share(const uint64_t* bins, uint64_t n) {
     return n ? double(top) / double(n) : 0.0;
 }
 
-// The exact check of one GPU histogram: every one of the 256 bins equals the
-// reference, and the bins add up to n. A bad bin counts once; a wrong sum
-// counts once more (first_bad = 256 when every bin matched but the sum did
-// not, i.e. when the reference itself was built from another n).
-inline lesson::Check compare_histogram(const uint32_t* gpu, const uint64_t* ref, uint64_t n, const std::string& what) {
+// The exact check of one GPU histogram: every one of its `bins` bins (256 unless given) equals
+// the reference, and the bins add up to n. A bad bin counts once; a wrong sum counts once more
+// (first_bad = bins when every bin matched but the sum did not, i.e. when the reference itself
+// was built from another n).
+inline lesson::Check compare_histogram(const uint32_t* gpu, const uint64_t* ref, uint64_t n, const std::string& what,
+                                       uint64_t bins = kHistogramBins) {
     lesson::Check c;
     c.what = what;
-    c.checked = kHistogramBins;
+    c.checked = bins;
     c.tol = 0.0;
     double diff2 = 0, ref2 = 0, max_abs = 0;
     uint64_t sum = 0;
-    for (int b = 0; b < kHistogramBins; ++b) {
+    for (uint64_t b = 0; b < bins; ++b) {
         sum += gpu[b];
         const double d = double(gpu[b]) - double(ref[b]);
         diff2 += d * d;
         ref2 += double(ref[b]) * double(ref[b]);
         max_abs = std::fabs(d) > max_abs ? std::fabs(d) : max_abs;
         if (uint64_t(gpu[b]) != ref[b]) {
-            if (c.first_bad < 0) c.first_bad = b;
+            if (c.first_bad < 0) c.first_bad = int64_t(b);
             ++c.bad_count;
         }
     }
     if (sum != n) {
-        if (c.first_bad < 0) c.first_bad = kHistogramBins;
+        if (c.first_bad < 0) c.first_bad = int64_t(bins);
         ++c.bad_count;
     }
     c.rel_l2 = ref2 > 0 ? std::sqrt(diff2) / std::sqrt(ref2) : (diff2 == 0 ? 0.0 : INFINITY);
