@@ -43,19 +43,14 @@ constexpr double kTol = 1e-4;
 
 // cuBLAS is column-major: a row-major M x K matrix read column-major is its transpose, so
 // ask for C^T (N x M) = B^T (N x K) * A^T (K x M): pass B first, swap M and N. bf16 in, fp32
-// out, fp32 accumulation (CUBLAS_COMPUTE_32F): the same problem as the rungs.
-static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
+// accumulation (CUBLAS_COMPUTE_32F), and by default fp32 C in g.C: the same problem as the rungs.
+// With c_type CUDA_R_16BF (the one change: C's type) it writes bf16 to C instead; the rungs write
+// fp32, so that call is a rate yardstick only (timed.cuh), never the reference of a check.
+static void launch_cublas(cublasHandle_t handle, const Gemm& g, void* C = nullptr, cudaDataType_t c_type = CUDA_R_32F) {
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
-                              CUDA_R_16BF, g.K, &beta, g.C, CUDA_R_32F, g.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
-// The same product with bf16 C (the one change: C's type), fp32 accumulation still. The rungs write
-// fp32, so this call is a rate yardstick only (timed.cuh), never the reference of a check.
-static void launch_cublas_bf16_out(cublasHandle_t handle, const Gemm& g, bf16* C) {
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
-                              CUDA_R_16BF, g.K, &beta, C, CUDA_R_16BF, g.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                              CUDA_R_16BF, g.K, &beta, C ? C : g.C, c_type, g.N, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
 }
 
 // A TMA descriptor for a row-major bf16 matrix (rows x cols): boxes of 64 x 64 elements (64

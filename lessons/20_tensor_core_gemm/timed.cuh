@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "common/report.h"
 #include "common/timer.h"
 #include "verify/compare.h"
+#include "verify/gemm_bf16.h"
 #include "verify/matmul.h"
 #include "verify/precision.h"
 
@@ -69,14 +69,11 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
     }
     {  // bf16 C: the same product rounded once more, to bf16 (relative error up to 2^-8 an element)
         CUDA_CHECK(cudaMemset(d_ref16, 0xFF, s.c() * sizeof(bf16)));
-        launch_cublas_bf16_out(c.handle, gref, d_ref16);
+        launch_cublas(c.handle, gref, d_ref16, CUDA_R_16BF);
         CUDA_CHECK(cudaDeviceSynchronize());
         std::vector<uint16_t> bits(s.c());
         CUDA_CHECK(cudaMemcpy(bits.data(), d_ref16, s.c() * sizeof(bf16), cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < s.c(); ++i) {  // a bf16 is the top half of the fp32 of the same value
-            const uint32_t w = uint32_t(bits[i]) << 16;
-            std::memcpy(&h_C[i], &w, sizeof w);
-        }
+        for (size_t i = 0; i < s.c(); ++i) h_C[i] = verify::bf16_float(bits[i]);
         c.report.check(verify::compare(h_C.data(), h_ref.data(), s.c(), verify::unit_roundoff(verify::kBf16) + 2 * kTol,
                                        "cuBLAS bf16 out vs cuBLAS fp32 out, every element of " + s.text()));
     }
@@ -91,7 +88,7 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
     // Variants 0 and 1: cuBLAS with fp32 C and with bf16 C; 2 onwards: the rungs, in ladder order.
     const std::vector<double> ms = lesson::time_interleaved_ms(c.repeat, 2 + int(c.ladder.size()), [&](int v) {
         if (v == 0) launch_cublas(c.handle, gref);
-        else if (v == 1) launch_cublas_bf16_out(c.handle, gref, d_ref16);
+        else if (v == 1) launch_cublas(c.handle, gref, d_ref16, CUDA_R_16BF);
         else c.ladder[size_t(v - 2)]->launch(g);
     });
     const double flop = 2.0 * double(s.M) * s.N * s.K;
