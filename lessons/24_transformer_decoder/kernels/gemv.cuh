@@ -1,0 +1,80 @@
+// Lesson 24 of the course (the transformer decoder): the decode projections, y = x W for a few
+// rows x (batch 1-64), W [K][N] bf16 row-major as the prefill GEMM reads it. Each weight is used
+// batch times, so the kernel's speed is the rate it streams W from DRAM (lesson 17's roofline,
+// left of the ridge): every lane loads 16 bytes (8 columns) of a row of W, a warp 512 contiguous
+// bytes, and the grid is split over K as well as N so that enough loads are in flight to cover
+// DRAM latency on every SM. Each split writes its own fp32 plane of partial sums, which the next
+// kernel adds as it reads them (Parts, elementwise.cuh): no atomics, the same bits every run.
+// Run: ./build/bin/transformer_decoder   (README.md is the handout)
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "common/check.h"
+#include "elementwise.cuh"
+
+constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
+
+// planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n]; BT rows of x at a time.
+template <int BT>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemvSplitK(const bf16* x, const bf16* W, float* planes, int64_t B, int64_t K, int64_t N) {
+    __shared__ float red[kGemvWarps][BT][kGemvCols];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t col = int64_t(blockIdx.x) * kGemvCols + lane * 8;
+    const int64_t chunk = (K + gridDim.y - 1) / gridDim.y, k0 = blockIdx.y * chunk, k1 = min(K, k0 + chunk);
+    float* plane = planes + size_t(blockIdx.y) * B * N;
+    for (int64_t b0 = 0; b0 < B; b0 += BT) {
+        float acc[BT][8] = {};
+        if (col < N) {
+#pragma unroll 4
+            for (int64_t k = k0 + warp; k < k1; k += kGemvWarps) {
+                const uint4 raw = __ldg(reinterpret_cast<const uint4*>(W + size_t(k) * N + col));
+                const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+                for (int bi = 0; bi < BT; ++bi) {
+                    const float xv = b0 + bi < B ? __bfloat162float(x[size_t(b0 + bi) * K + k]) : 0.0f;
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        const float2 wf = __bfloat1622float2(w2[j]);
+                        acc[bi][2 * j] += xv * wf.x;
+                        acc[bi][2 * j + 1] += xv * wf.y;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int bi = 0; bi < BT; ++bi)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) red[warp][bi][lane * 8 + j] = acc[bi][j];
+        __syncthreads();
+        const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
+        for (int bi = 0; bi < BT; ++bi) {
+            float s = 0.0f;
+            for (int w = 0; w < kGemvWarps; ++w) s += red[w][bi][threadIdx.x];
+            if (c < N && b0 + bi < B) plane[size_t(b0 + bi) * N + c] = s;
+        }
+        __syncthreads();
+    }
+}
+
+// How many splits of K: enough blocks for about `per_sm` of them on every SM, each split at least
+// 64 rows of W, and the planes (splits x B x N floats) at most an eighth of W's bytes.
+inline int gemv_splits(int64_t B, int64_t K, int64_t N, int sms, int per_sm = 4) {
+    const int64_t tiles = (N + kGemvCols - 1) / kGemvCols;
+    int64_t s = (int64_t(sms) * per_sm + tiles - 1) / tiles;
+    s = std::min(s, K / 64);
+    s = std::min(s, K / (16 * B));
+    return int(std::max<int64_t>(s, 1));
+}
+
+inline void launch_gemv(const bf16* x, const bf16* W, float* planes, int64_t B, int64_t K, int64_t N, int splits,
+                        cudaStream_t s) {
+    const dim3 grid(unsigned((N + kGemvCols - 1) / kGemvCols), unsigned(splits));
+    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
+    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
+    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
+    CUDA_CHECK_LAUNCH();
+}

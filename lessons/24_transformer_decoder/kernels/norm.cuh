@@ -1,0 +1,42 @@
+// Lesson 24 of the course (the transformer decoder): the residual add and RMSNorm, fused. Before
+// each attention and each MLP (and before the LM head) the block's output is added into the fp32
+// residual stream x, and the sum is normalized to bf16 for the next projection: one read and one
+// write of x instead of an add kernel and a norm kernel. README.md, "Exercises", starts here.
+// Run: ./build/bin/transformer_decoder   (README.md is the handout)
+#pragma once
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "elementwise.cuh"
+
+constexpr int kNormThreads = 256;
+
+// One block per row r of x (rows of d floats). add.p == nullptr: nothing to add (after the
+// embedding). The normalized row goes to out row `orow(r)`: rows of sequence b = r / seq_rows
+// at positions t >= keep_from are kept (the LM head needs only those), the others are not written.
+__global__ void __launch_bounds__(kNormThreads)
+    addRmsNorm(float* x, Parts add, const bf16* w, bf16* out, int64_t d, int64_t seq_rows, int64_t keep_from) {
+    __shared__ float warp_sums[kNormThreads / 32];
+    const int64_t r = blockIdx.x;
+    float* xr = x + size_t(r) * d;
+    // EXERCISE 1 BEGIN: add the block's output into row r of x (where add.p is set), then write the row's RMSNorm times w to o
+    // HINT: x[i] += add.at(r, i) updates the residual stream; then sum of squares, a block reduction, rsqrtf(mean + kNormEps)
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += kNormThreads) {
+        float v = xr[i];
+        if (add.p) xr[i] = v = v + add.at(r, i);
+        ss += v * v;
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
+    __syncthreads();
+    ss = 0.0f;
+    for (int i = 0; i < kNormThreads / 32; ++i) ss += warp_sums[i];
+    const float inv = rsqrtf(ss / float(d) + float(kNormEps));
+    const int64_t b = r / seq_rows, t = r % seq_rows;
+    if (t < keep_from) return;
+    bf16* o = out + size_t(b * (seq_rows - keep_from) + t - keep_from) * d;
+    for (int64_t i = threadIdx.x; i < d; i += kNormThreads) o[i] = __float2bfloat16_rn(xr[i] * inv * __bfloat162float(w[i]));
+    // EXERCISE 1 END
+}

@@ -1,0 +1,53 @@
+// Lesson 24 of the course (the transformer decoder): the paged KV cache, and the rotary position
+// embedding applied on the way in. The cache is a pool of fixed-size blocks, each holding `page`
+// positions of K and of V for every KV head of one layer; sequence b's position p lives in block
+// table[b][p / page] at offset p % page. A sequence grows by taking one more block from the pool,
+// never by moving what it holds (README.md, "The paged KV cache").
+// Run: ./build/bin/transformer_decoder   (README.md is the handout)
+#pragma once
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "../problem.cuh"
+#include "elementwise.cuh"
+
+// One layer's view of the pool: block `blk` holds K then V, each [kv_heads][page][hd] bf16.
+struct PagedKv {
+    bf16* pool;        // this layer's blocks
+    const int* table;  // [batch][max_blocks] block numbers
+    int max_blocks, page, kv_heads, hd;
+    __device__ __forceinline__ bf16* at(int b, int kv, int head, int pos) const {
+        const size_t blk = size_t(table[b * max_blocks + pos / page]);
+        return pool + ((blk * 2 + kv) * kv_heads + head) * size_t(page) * hd + size_t(pos % page) * hd;
+    }
+};
+
+// Row r of the fused Q|K|V projection is sequence b = r / seq_rows at position start[b] + r % seq_rows
+// (prefill: start 0, every position of the prompt; decode: one row, at the sequence's length).
+// Q and K are rotated by that position (pairs i and i + hd/2, the Llama "rotate half" form), Q goes
+// to q (bf16, [rows][heads][hd]), K and V into the cache. One block per row.
+__global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16* q, PagedKv kv, int heads) {
+    const int64_t r = blockIdx.x;
+    const int b = int(r / seq_rows), pos = start[b] + int(r % seq_rows);
+    const int half = kv.hd / 2, slots = heads + 2 * kv.kv_heads;
+    for (int idx = threadIdx.x; idx < slots * half; idx += blockDim.x) {
+        const int slot = idx / half, i = idx % half;
+        const int64_t col = int64_t(slot) * kv.hd + i;  // Q heads, then K heads, then V heads
+        const float x0 = qkv.at(r, col), x1 = qkv.at(r, col + half);
+        if (slot >= heads + kv.kv_heads) {  // V: copied as it is
+            bf16* v = kv.at(b, 1, slot - heads - kv.kv_heads, pos);
+            v[i] = __float2bfloat16_rn(x0);
+            v[i + half] = __float2bfloat16_rn(x1);
+            continue;
+        }
+        // angle = pos * base^(-2i/hd); sincosf reduces large angles exactly (no --use_fast_math).
+        const float inv_freq = exp2f(-float(2 * i) / float(kv.hd) * float(log2(kRopeBase)));
+        float s, c;
+        sincosf(float(pos) * inv_freq, &s, &c);
+        const bf16 y0 = __float2bfloat16_rn(x0 * c - x1 * s), y1 = __float2bfloat16_rn(x0 * s + x1 * c);
+        bf16* dst = slot < heads ? q + (size_t(r) * heads + slot) * kv.hd : kv.at(b, 0, slot - heads, pos);
+        dst[i] = y0;
+        dst[i + half] = y1;
+    }
+}

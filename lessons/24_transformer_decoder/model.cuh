@@ -1,0 +1,322 @@
+// Lesson 24 of the course (the transformer decoder): the model on the GPU. Its weights (one
+// allocation, drawn in place), the paged KV cache and its block allocator, the activations, and
+// the two ways through the layers: prefill (every prompt position at once, GEMMs) and one decode
+// step (one position per sequence, GEMV-shaped projections), each a list of kernel launches on one
+// stream that main.cu runs, captures into a graph, and times kernel by kernel.
+// Run: ./build/bin/transformer_decoder   (README.md is the handout)
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "kernels/attention.cuh"
+#include "kernels/elementwise.cuh"
+#include "kernels/gemv.cuh"
+#include "kernels/norm.cuh"
+#include "kernels/paged_cache.cuh"
+#include "kernels/sample.cuh"
+#include "problem.cuh"
+
+struct LayerWeights {
+    bf16 *attn_norm, *qkv, *wo, *mlp_norm, *gate_up, *down;
+};
+
+// The projections of a decode step, each timed against cuBLAS and run by the faster (Decoder::blas_for).
+enum Proj { kPQkv, kPWo, kPGateUp, kPDown, kPLmHead, kProjs };
+inline const char* proj_name(int p) {
+    static const char* names[kProjs] = {"qkv", "o proj", "gate/up", "down", "lm head"};
+    return names[p];
+}
+
+// Events around every launch of a stream-launched step, summed by kernel name.
+struct Breakdown {
+    std::vector<std::string> names;
+    std::vector<cudaEvent_t> ev;  // pairs: before, after
+    size_t used = 0;
+};
+
+struct Decoder {
+    Dims m;
+    RunSize r;
+    int sms = 0, splits = 1;  // decodeSplit's splits of the keys
+    cudaStream_t s = nullptr;
+    cublasHandle_t blas = nullptr;
+    void* d_ws = nullptr;
+    bf16* d_weights = nullptr;
+    std::vector<LayerWeights> layer;
+    bf16 *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
+    // The paged cache: `blocks` blocks per layer, a table of max_blocks per sequence, and the pool's free list.
+    bf16* d_pool = nullptr;
+    int blocks = 0;
+    size_t layer_elems = 0;
+    int* d_table = nullptr;
+    std::vector<int> h_table, free_blocks, held;  // held[b]: blocks sequence b has
+    // Activations, sized for the longest prefill (batch x ctx rows).
+    float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr, *part_o = nullptr;
+    size_t proj_floats = 0;
+    bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
+    int *d_tokens = nullptr, *d_zero = nullptr;
+    DecodeState st{};
+    SampleRule rule{};
+    bool blas_for[kProjs] = {};
+    Breakdown* bd = nullptr;                  // set: time each launch (a stream-launched step)
+    int check_layer = -1;                     // prefill copies x before and after this layer
+    std::vector<float> h_xin, h_xout;
+
+    PagedKv kv(int l) const {
+        return {d_pool + size_t(l) * layer_elems, d_table, int(r.pages()), int(r.page), int(m.kv_heads), int(m.hd())};
+    }
+    template <class F>
+    void k(const char* name, F&& launch) {
+        if (!bd) return launch();
+        if (bd->used + 2 > bd->ev.size()) {
+            bd->ev.resize(bd->ev.size() + 64);
+            for (size_t i = bd->ev.size() - 64; i < bd->ev.size(); ++i) CUDA_CHECK(cudaEventCreate(&bd->ev[i]));
+        }
+        CUDA_CHECK(cudaEventRecord(bd->ev[bd->used++], s));
+        launch();
+        CUDA_CHECK(cudaEventRecord(bd->ev[bd->used++], s));
+        bd->names.push_back(name);
+    }
+};
+
+// ---------------------------------------------------------------- setup
+
+static void draw(bf16* w, size_t n, uint64_t seed, int64_t id, float amp, float offset) {
+    initWeights<<<1024, 256>>>(w, n, fill_of(seed, id, amp, offset));
+    CUDA_CHECK_LAUNCH();
+}
+
+// Every weight in one allocation, drawn on the GPU. Linear weights are [K][N] row-major (x W).
+static void make_weights(Decoder& D, uint64_t seed) {
+    const Dims& m = D.m;
+    CUDA_CHECK(cudaMalloc(&D.d_weights, size_t(m.params()) * sizeof(bf16)));
+    bf16* p = D.d_weights;
+    auto take = [&](int64_t n) { bf16* t = p; p += n; return t; };
+    for (int64_t l = 0; l < m.layers; ++l) {
+        LayerWeights w{take(m.d), take(m.d * m.qkv()), take(m.d * m.d), take(m.d), take(m.d * 2 * m.mlp), take(m.mlp * m.d)};
+        draw(w.attn_norm, m.d, seed, tensor_id(l, kAttnNorm), 0.25f, 1.0f);
+        draw(w.qkv, m.d * m.qkv(), seed, tensor_id(l, kQkv), linear_amp(m.d), 0.0f);
+        draw(w.wo, m.d * m.d, seed, tensor_id(l, kWo), linear_amp(m.d), 0.0f);
+        draw(w.mlp_norm, m.d, seed, tensor_id(l, kMlpNorm), 0.25f, 1.0f);
+        draw(w.gate_up, m.d * 2 * m.mlp, seed, tensor_id(l, kGateUp), linear_amp(m.d), 0.0f);
+        draw(w.down, m.mlp * m.d, seed, tensor_id(l, kDown), linear_amp(m.mlp), 0.0f);
+        D.layer.push_back(w);
+    }
+    D.embed = take(m.vocab * m.d);
+    D.final_norm = take(m.d);
+    D.lm_head = take(m.d * m.vocab);
+    draw(D.embed, m.vocab * m.d, seed, kEmbed, 1.0f, 0.0f);
+    draw(D.final_norm, m.d, seed, kFinalNorm, 0.25f, 1.0f);
+    draw(D.lm_head, m.d * m.vocab, seed, kLmHead, linear_amp(m.d), 0.0f);
+}
+
+// Device bytes the run needs besides the weights (the activations, the cache, the decode state).
+inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
+    const size_t rows = size_t(r.batch * r.ctx());
+    size_t pf = rows * size_t(std::max({m.qkv(), 2 * m.mlp, m.d}));
+    for (int64_t n : {m.qkv(), m.d, 2 * m.mlp, m.vocab})  // GEMV planes: at most K N / 16 floats each
+        pf = std::max(pf, size_t(std::max(m.d, m.mlp) * n / 16 + r.batch * n));
+    *proj_floats = pf;
+    const size_t cache = size_t(m.layers) * r.batch * r.pages() * 2 * m.kvd() * r.page * sizeof(bf16);
+    return pf * 4 + rows * (m.d * 4 + m.d * 2 * 3 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
+           cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + (32 << 20);
+}
+
+static void make_buffers(Decoder& D, int64_t keep_rows) {
+    const Dims& m = D.m;
+    const RunSize& r = D.r;
+    const size_t rows = size_t(r.batch * r.ctx());
+    work_bytes(m, r, &D.proj_floats);
+    CUDA_CHECK(cudaMalloc(&D.proj, D.proj_floats * 4));
+    CUDA_CHECK(cudaMalloc(&D.x, rows * m.d * 4));
+    CUDA_CHECK(cudaMalloc(&D.xn, rows * m.d * 2));
+    CUDA_CHECK(cudaMalloc(&D.q, rows * m.d * 2));
+    CUDA_CHECK(cudaMalloc(&D.attn, rows * m.d * 2));
+    CUDA_CHECK(cudaMalloc(&D.act, rows * m.mlp * 2));
+    CUDA_CHECK(cudaMalloc(&D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4));
+    CUDA_CHECK(cudaMalloc(&D.d_tokens, rows * 4));
+    CUDA_CHECK(cudaMalloc(&D.d_zero, r.batch * 4));
+    CUDA_CHECK(cudaMemset(D.d_zero, 0, r.batch * 4));
+    // Decode: the split-key attention's partials, the state the graph reads, every step's logits.
+    D.splits = int(std::clamp<int64_t>((2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch), 1,
+                                       std::min<int64_t>(64, (r.ctx() + 31) / 32)));
+    CUDA_CHECK(cudaMalloc(&D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4));
+    CUDA_CHECK(cudaMalloc(&D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4));
+    CUDA_CHECK(cudaMalloc(&D.st.len, r.batch * 4));
+    CUDA_CHECK(cudaMalloc(&D.st.step, 4));
+    CUDA_CHECK(cudaMalloc(&D.st.next, r.batch * 4));
+    CUDA_CHECK(cudaMalloc(&D.st.history, size_t(r.tokens) * r.batch * 4));
+    CUDA_CHECK(cudaMalloc(&D.step_logits, size_t(r.tokens) * r.batch * m.vocab * 4));
+    CUDA_CHECK(cudaMemset(D.step_logits, 0xFF, size_t(r.tokens) * r.batch * m.vocab * 4));
+    // Poisoned (0xFF: NaN floats): whatever a kernel fails to write shows in the checks.
+    CUDA_CHECK(cudaMemset(D.xn, 0xFF, rows * m.d * 2));
+    CUDA_CHECK(cudaMemset(D.logits, 0xFF, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4));
+    CUDA_CHECK(cudaMemset(D.st.history, 0xFF, size_t(r.tokens) * r.batch * 4));
+}
+
+// The pool: batch x pages blocks per layer, handed out in a seeded random order, so that a
+// sequence's blocks are scattered through the pool as a server's are after a while.
+static void make_cache(Decoder& D, uint64_t seed) {
+    const RunSize& r = D.r;
+    D.blocks = int(r.batch * r.pages());
+    D.layer_elems = size_t(D.blocks) * 2 * D.m.kvd() * r.page;
+    CUDA_CHECK(cudaMalloc(&D.d_pool, size_t(D.m.layers) * D.layer_elems * sizeof(bf16)));
+    CUDA_CHECK(cudaMemset(D.d_pool, 0xFF, size_t(D.m.layers) * D.layer_elems * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&D.d_table, size_t(D.blocks) * 4));
+    D.h_table.assign(size_t(D.blocks), -1);
+    D.held.assign(size_t(r.batch), 0);
+    D.free_blocks.resize(size_t(D.blocks));
+    std::iota(D.free_blocks.begin(), D.free_blocks.end(), 0);
+    std::shuffle(D.free_blocks.begin(), D.free_blocks.end(), std::mt19937_64(seed));
+}
+
+// Every sequence gets the blocks that positions 0..positions-1 need; the table goes to the GPU
+// (stream-ordered: the step that reads it comes after).
+static void hold_positions(Decoder& D, int64_t positions) {
+    const int need = int((positions + D.r.page - 1) / D.r.page);
+    bool changed = false;
+    for (int b = 0; b < D.r.batch; ++b)
+        for (; D.held[b] < need; ++D.held[b], changed = true) {
+            D.h_table[size_t(b) * D.r.pages() + D.held[b]] = D.free_blocks.back();
+            D.free_blocks.pop_back();
+        }
+    if (changed)
+        CUDA_CHECK(cudaMemcpyAsync(D.d_table, D.h_table.data(), D.h_table.size() * 4, cudaMemcpyHostToDevice, D.s));
+}
+
+// ---------------------------------------------------------------- the projections
+
+// out (rows x N, fp32) = A (rows x K, bf16) W (K x N, bf16), row-major: cuBLAS sees the
+// column-major transpose, out^T = W^T A^T, so W comes first. bf16 in, fp32 accumulate and out.
+static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(rows), int(K), &one, W, CUDA_R_16BF,
+                              int(N), A, CUDA_R_16BF, int(K), &zero, D.proj, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+    return {D.proj, 1, 0, N};
+}
+
+// A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster.
+static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N) {
+    if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
+    const int splits = gemv_splits(D.r.batch, K, N, D.sms);
+    launch_gemv(A, W, D.proj, D.r.batch, K, N, splits, D.s);
+    return {D.proj, splits, size_t(D.r.batch) * N, N};
+}
+
+template <class F>
+static void for_hd(int64_t hd, F&& f) {
+    if (hd == 32) f(std::integral_constant<int, 32>{});
+    else if (hd == 64) f(std::integral_constant<int, 64>{});
+    else f(std::integral_constant<int, 128>{});
+}
+
+// ---------------------------------------------------------------- prefill
+
+// Prefill of seq positions of every sequence (tokens in D.d_tokens, batch x seq): every layer on
+// batch x seq rows at once, then the LM head on the positions from keep_from on (their logits in
+// D.logits), and, with `sample`, the first token drawn from each sequence's last position.
+static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
+    const Dims& m = D.m;
+    const int64_t rows = D.r.batch * seq;
+    const unsigned R = unsigned(rows);
+    auto copy_x = [&](std::vector<float>& h) {
+        h.resize(size_t(rows * m.d));
+        CUDA_CHECK(cudaMemcpyAsync(h.data(), D.x, h.size() * 4, cudaMemcpyDeviceToHost, D.s));
+        CUDA_CHECK(cudaStreamSynchronize(D.s));
+    };
+    embedTokens<<<R, 256, 0, D.s>>>(D.d_tokens, D.embed, D.x, m.d);
+    CUDA_CHECK_LAUNCH();
+    Parts down{nullptr, 0, 0, m.d};
+    for (int64_t l = 0; l < m.layers; ++l) {
+        const LayerWeights& w = D.layer[l];
+        addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, seq, 0);
+        CUDA_CHECK_LAUNCH();
+        if (l == D.check_layer) copy_x(D.h_xin);
+        if (l == D.check_layer + 1) copy_x(D.h_xout);
+        const Parts qkv = gemm_cublas(D, D.xn, w.qkv, rows, m.d, m.qkv());
+        ropeToCache<<<R, 256, 0, D.s>>>(qkv, D.d_zero, seq, D.q, D.kv(int(l)), int(m.heads));
+        CUDA_CHECK_LAUNCH();
+        for_hd(m.hd(), [&](auto hd) {
+            const unsigned blocks = unsigned((rows * m.heads + kAttnWarps - 1) / kAttnWarps);
+            causalAttention<hd><<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows,
+                                                                      int(m.heads), D.attn);
+        });
+        CUDA_CHECK_LAUNCH();
+        const Parts o = gemm_cublas(D, D.attn, w.wo, rows, m.d, m.d);
+        addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, seq, 0);
+        CUDA_CHECK_LAUNCH();
+        const Parts gu = gemm_cublas(D, D.xn, w.gate_up, rows, m.d, 2 * m.mlp);
+        swiglu<<<1024, 256, 0, D.s>>>(gu, D.act, rows, m.mlp);
+        CUDA_CHECK_LAUNCH();
+        down = gemm_cublas(D, D.act, w.down, rows, m.mlp, m.d);
+    }
+    addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, seq, keep_from);
+    CUDA_CHECK_LAUNCH();
+    if (D.check_layer == m.layers - 1) copy_x(D.h_xout);
+    const int64_t keep = seq - keep_from;
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(m.vocab), int(D.r.batch * keep), int(m.d), &one,
+                              D.lm_head, CUDA_R_16BF, int(m.vocab), D.xn, CUDA_R_16BF, int(m.d), &zero, D.logits,
+                              CUDA_R_32F, int(m.vocab), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (sample) {
+        const Parts lm{D.logits, 1, 0, m.vocab};
+        sampleTokens<<<unsigned(D.r.batch), kSampleThreads, 0, D.s>>>(lm, int(keep), D.step_logits, D.st, int(D.r.batch),
+                                                                     D.rule);
+        CUDA_CHECK_LAUNCH();
+    }
+}
+
+// ---------------------------------------------------------------- one decode step
+
+// One token of every sequence: its embedding, every layer on batch rows, the LM head, the sampler,
+// and the step's end. Every launch reads the step's positions from D.st, none from the host: the
+// same launches serve every step, captured once into a graph (main.cu). The sampler leaves each
+// step's logits in D.step_logits ([tokens][batch][vocab], indexed by the step in device memory).
+static void decode_step(Decoder& D) {
+    const Dims& m = D.m;
+    const unsigned B = unsigned(D.r.batch);
+    D.k("embed", [&] { embedTokens<<<B, 256, 0, D.s>>>(D.st.next, D.embed, D.x, m.d); });
+    Parts down{nullptr, 0, 0, m.d};
+    for (int64_t l = 0; l < m.layers; ++l) {
+        const LayerWeights& w = D.layer[l];
+        D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });
+        Parts qkv;
+        D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
+        D.k("rope + cache", [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads)); });
+        for_hd(m.hd(), [&](auto hd) {
+            const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
+            D.k("attention (split keys)", [&] {
+                decodeSplit<hd><<<grid, unsigned(32 * m.group()), 0, D.s>>>(D.q, D.kv(int(l)), D.st.len, int(m.heads),
+                                                                            D.part_ml, D.part_o);
+            });
+            const int rh = int(B * m.heads);
+            D.k("attention (combine)", [&] {
+                combineSplits<hd><<<unsigned((rh + 7) / 8), 256, 0, D.s>>>(D.part_ml, D.part_o, rh, D.splits, D.attn);
+            });
+        });
+        Parts o;
+        D.k("o proj", [&] { o = project(D, kPWo, D.attn, w.wo, m.d, m.d); });
+        D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, 1, 0); });
+        Parts gu;
+        D.k("gate/up proj", [&] { gu = project(D, kPGateUp, D.xn, w.gate_up, m.d, 2 * m.mlp); });
+        D.k("swiglu", [&] {
+            swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(gu, D.act, B, m.mlp);
+        });
+        D.k("down proj", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d); });
+    }
+    D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, 1, 0); });
+    Parts lm;
+    D.k("lm head", [&] { lm = project(D, kPLmHead, D.xn, D.lm_head, m.d, m.vocab); });
+    D.k("sample", [&] { sampleTokens<<<B, kSampleThreads, 0, D.s>>>(lm, 1, D.step_logits, D.st, int(B), D.rule); });
+    D.k("advance", [&] { advance<<<1, 64, 0, D.s>>>(D.st, int(B)); });
+    CUDA_CHECK_LAUNCH();
+}
