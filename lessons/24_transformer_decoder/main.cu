@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     const uint64_t seed = uint64_t(opt.seed);
     Decoder D{m, r};
     D.rule = {check_sizes(m, r, sample, top_k), int(top_k), float(top_p), seed};
-    const bool whole_on_cpu = double(m.params()) * double(r.batch * r.ctx()) <= 4e10;
+    const bool whole_on_cpu = double(m.params()) * double(r.batch * r.ctx()) <= 4e9;
     const int64_t check_layer = int64_t(seed % uint64_t(m.layers));
     lesson::require_host_memory(uint64_t(whole_on_cpu ? m.params() : m.layer_params()) * 4 +
                                     uint64_t(r.batch * r.ctx()) * (m.vocab * 24 + m.d * 16),
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&D.d_ws, 32 << 20));  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
     make_weights(D, seed);
-    make_buffers(D, r.batch * (whole_on_cpu ? r.prompt : r.tokens));
+    make_buffers(D, r.batch * std::max(whole_on_cpu ? r.prompt : 1, r.tokens));
     make_cache(D, seed);
 
     // 4. Prefill: every prompt position of every sequence at once; the first token sampled.

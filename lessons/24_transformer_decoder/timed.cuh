@@ -58,7 +58,7 @@ static double cublas_tflops(Decoder& D, int64_t rows, int repeat) {
 // Prefill's flops: 2 per weight per row, attention's QK^T and PV over the causal triangle, the LM
 // head on `keep` rows per sequence.
 static double prefill_flops(const Dims& m, int64_t batch, int64_t seq, int64_t keep) {
-    const double linear = double(m.layer_params() - 2 * m.d) * 2.0 * batch * seq;
+    const double linear = double(m.layers) * double(m.layer_params() - 2 * m.d) * 2.0 * batch * seq;
     const double attention = 4.0 * m.layers * batch * m.heads * m.hd() * (double(seq) * (seq + 1) / 2);
     return linear + attention + 2.0 * batch * keep * m.d * m.vocab;
 }
