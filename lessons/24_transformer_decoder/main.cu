@@ -75,6 +75,45 @@ static void prefill_again(Decoder& D, Outputs& out) {
     out.again = to_host(D.logits, size_t(r.batch * r.tokens * D.m.vocab));
 }
 
+// Decode's memory bound: every weight and the cache read once per step, at the DRAM read bound
+// (measured now); prefill against the cuBLAS GEMM rate; the graph against stream launches.
+struct Timings {
+    double prefill_ms, blas_tflops, graph_ms, stream_ms;
+    std::map<std::string, double> kernel_ms;
+};
+static void report_speed(lesson::Report& report, const Decoder& D, const cudaDeviceProp& prop, const Timings& t,
+                         int device) {
+    const Dims& m = D.m;
+    const RunSize& r = D.r;
+    const double step_bytes = double(m.step_params()) * 2 +
+                              4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
+    const std::string in_l2 = lesson::l2_note(step_bytes, prop);
+    const lesson::StreamBound dram = in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0)
+                                                   : lesson::stream_bound_not_measured(1, 0, in_l2);
+    lesson::add_bound(report, dram, device, lesson::Roof::Memory);
+    report.yardstick("cuBLAS bf16 GEMM, prefill's gate/up shape", t.blas_tflops, "TFLOP/s");
+    report.timing(lesson::kTimingMethod);
+    const double flops = prefill_flops(m, r.batch, r.prompt, 1), tflops = flops / (t.prefill_ms * 1e9);
+    report.variant_yardstick("prefill " + std::to_string(r.batch) + "x" + std::to_string(r.prompt) + " tokens",
+                             t.prefill_ms, tflops, "TFLOP/s", t.blas_tflops, "cuBLAS GEMM",
+                             lesson::small_gemm_note(r.batch * r.prompt, 2 * m.mlp, prop));
+    report.metric("prefill tokens/s", double(r.batch * r.prompt) / (t.prefill_ms / 1e3), "tokens/s");
+    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e6));
+    const double tps = double(r.batch) / (t.graph_ms / 1e3);
+    report.variant_bound("decode step, CUDA graph", t.graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
+    report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3),
+                         "tokens/s", bound_tps, "memory bound", in_l2);
+    report.metric("graph speed-up over stream launches", t.stream_ms / t.graph_ms, "x");
+    for (const auto& [name, ms] : t.kernel_ms) report.metric("decode step, " + name, ms, "ms");
+    report.work("prefill", flops, double(m.params()) * 2, t.prefill_ms);
+    report.work("decode step", 2.0 * double(m.step_params()) * r.batch, step_bytes, t.graph_ms);
+    char key[128];
+    std::snprintf(key, sizeof key, "decode %.0f tokens/s at batch %lld (graph)", tps, (long long)r.batch);
+    report.key_result(key, tps / bound_tps, "memory bound", lesson::Against::Bound, in_l2);
+    if (r.batch == 1) report.target("batch-1 decode of its memory bound", tps / bound_tps, 0.75);
+    report.target("graph over stream launches", t.stream_ms / t.graph_ms, 1.05, "x");
+}
+
 int main(int argc, char** argv) {
     // 1. Flags: the preset and its sizes, then the run's. Bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -133,6 +172,9 @@ int main(int argc, char** argv) {
     CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
     CUDA_CHECK(cudaMalloc(&D.d_ws, 32 << 20));  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
+    lesson::Gate gemm_gate(report);  // not the run's gate: without rung 9, cuBLAS does the prefill GEMMs
+    if (gemm_gate.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs())) D.encode = lesson::tensor_map_encoder();
+    if (D.encode && (r.batch * r.prompt) % 256 != 0) report.note("prefill GEMMs by cuBLAS: batch x prompt is not a multiple of 256");
     make_weights(D, seed);
     make_buffers(D, r.batch * std::max(whole_on_cpu ? r.prompt : 1, r.tokens));
     make_cache(D, seed);
@@ -200,38 +242,10 @@ int main(int argc, char** argv) {
     report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     check_consistency(report, m, r, out);
 
-    // 10. Report. Decode's memory bound: every weight and the cache read once per step, at the
-    // DRAM read bound; prefill against the cuBLAS GEMM rate.
-    const double step_bytes = double(m.step_params()) * 2 +
-                              4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
-    const std::string in_l2 = lesson::l2_note(step_bytes, prop);
-    const lesson::StreamBound dram = in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0)
-                                                   : lesson::stream_bound_not_measured(1, 0, in_l2);
-    lesson::add_bound(report, dram, int(opt.device), lesson::Roof::Memory);
-    report.yardstick("cuBLAS bf16 GEMM, prefill's gate/up shape", blas_tflops, "TFLOP/s");
-    report.timing(lesson::kTimingMethod);
-    const double flops = prefill_flops(m, r.batch, r.prompt, 1), tflops = flops / (prefill_ms * 1e9);
-    report.variant_yardstick("prefill " + std::to_string(r.batch) + "x" + std::to_string(r.prompt) + " tokens",
-                             prefill_ms, tflops, "TFLOP/s", blas_tflops, "cuBLAS GEMM",
-                             lesson::small_gemm_note(r.batch * r.prompt, 2 * m.mlp, prop));
-    report.metric("prefill tokens/s", double(r.batch * r.prompt) / (prefill_ms / 1e3), "tokens/s");
-    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e6));
-    const double graph_ms = loop_ms[0] / double(r.tokens - 1), stream_ms = loop_ms[1] / double(r.tokens - 1);
-    const double tps = double(r.batch) / (graph_ms / 1e3);
-    report.variant_bound("decode step, CUDA graph", graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
-    report.variant_bound("decode step, stream launches", stream_ms, double(r.batch) / (stream_ms / 1e3), "tokens/s",
-                         bound_tps, "memory bound", in_l2);
-    report.metric("graph speed-up over stream launches", stream_ms / graph_ms, "x");
-    for (const auto& [name, ms] : kernel_ms) report.metric("decode step, " + name, ms, "ms");
-    report.work("prefill", flops, double(m.params()) * 2, prefill_ms);
-    report.work("decode step", 2.0 * double(m.step_params()) * r.batch, step_bytes, graph_ms);
-    char key[128];
-    std::snprintf(key, sizeof key, "decode %.0f tokens/s at batch %lld (graph)", tps, (long long)r.batch);
-    report.key_result(key, tps / bound_tps, "memory bound", lesson::Against::Bound, in_l2);
+    // 10. Report: prefill against cuBLAS, decode against its memory bound, graph against streams.
     report.default_size(cli.at_default_size());
-    if (r.batch == 1) report.target("batch-1 decode of its memory bound", tps / bound_tps, 0.75);
-    report.target("graph over stream launches", stream_ms / graph_ms, 1.05, "x");
-
+    report_speed(report, D, prop, Timings{prefill_ms, blas_tflops, loop_ms[0] / double(r.tokens - 1),
+                                          loop_ms[1] / double(r.tokens - 1), kernel_ms}, int(opt.device));
     CUDA_CHECK(cudaGraphExecDestroy(step_graph));
     CUDA_CHECK(cudaGraphDestroy(graph));
     CUBLAS_CHECK(cublasDestroy(D.blas));

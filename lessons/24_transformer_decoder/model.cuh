@@ -22,6 +22,7 @@
 #include "kernels/norm.cuh"
 #include "kernels/paged_cache.cuh"
 #include "kernels/sample.cuh"
+#include "prefill_gemm.cuh"
 #include "problem.cuh"
 
 struct LayerWeights {
@@ -66,6 +67,7 @@ struct Decoder {
     DecodeState st{};
     SampleRule rule{};
     bool blas_for[kProjs] = {};
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;  // set: prefill GEMMs by lesson 20's rung 9 where they fit
     Breakdown* bd = nullptr;                  // set: time each launch (a stream-launched step)
     int check_layer = -1;                     // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
@@ -204,6 +206,13 @@ static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows,
     return {D.proj, 1, 0, N};
 }
 
+// A prefill projection: lesson 20's rung 9 where it runs and the shape fits its tiles, else cuBLAS.
+static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
+    if (!D.encode || !wgmma_fits(rows, K, N)) return gemm_cublas(D, A, W, rows, K, N);
+    gemm_wgmma(D.encode, A, W, D.proj, rows, K, N, D.sms);
+    return {D.proj, 1, 0, N};
+}
+
 // A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster.
 static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N) {
     if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
@@ -242,7 +251,7 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
         CUDA_CHECK_LAUNCH();
         if (l == D.check_layer) copy_x(D.h_xin);
         if (l == D.check_layer + 1) copy_x(D.h_xout);
-        const Parts qkv = gemm_cublas(D, D.xn, w.qkv, rows, m.d, m.qkv());
+        const Parts qkv = gemm_prefill(D, D.xn, w.qkv, rows, m.d, m.qkv());
         ropeToCache<<<R, 256, 0, D.s>>>(qkv, D.d_zero, seq, D.q, D.kv(int(l)), int(m.heads));
         CUDA_CHECK_LAUNCH();
         for_hd(m.hd(), [&](auto hd) {
@@ -251,13 +260,13 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
                                                                       int(m.heads), D.attn);
         });
         CUDA_CHECK_LAUNCH();
-        const Parts o = gemm_cublas(D, D.attn, w.wo, rows, m.d, m.d);
+        const Parts o = gemm_prefill(D, D.attn, w.wo, rows, m.d, m.d);
         addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, seq, 0);
         CUDA_CHECK_LAUNCH();
-        const Parts gu = gemm_cublas(D, D.xn, w.gate_up, rows, m.d, 2 * m.mlp);
+        const Parts gu = gemm_prefill(D, D.xn, w.gate_up, rows, m.d, 2 * m.mlp);
         swiglu<<<1024, 256, 0, D.s>>>(gu, D.act, rows, m.mlp);
         CUDA_CHECK_LAUNCH();
-        down = gemm_cublas(D, D.act, w.down, rows, m.mlp, m.d);
+        down = gemm_prefill(D, D.act, w.down, rows, m.mlp, m.d);
     }
     addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, seq, keep_from);
     CUDA_CHECK_LAUNCH();
