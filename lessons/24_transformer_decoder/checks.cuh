@@ -34,9 +34,10 @@ struct Outputs {
 };
 
 // The tokens sequence b saw: its prompt, then every token but the last it sampled.
-inline std::vector<int> sequence(const Outputs& o, const RunSize& r, int64_t b) {
+inline std::vector<int> sequence(const Outputs& o, const RunSize& r, int64_t vocab, int64_t b) {
     std::vector<int> s(o.prompt.begin() + b * r.prompt, o.prompt.begin() + (b + 1) * r.prompt);
     for (int64_t t = 0; t + 1 < r.tokens; ++t) s.push_back(o.history[size_t(t * r.batch + b)]);
+    for (int& t : s) t = t >= 0 && t < vocab ? t : 0;  // a wrong run's token must not index past the CPU's table
     return s;
 }
 
@@ -50,7 +51,7 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
     std::vector<int> want_token(o.history.size());
     int ties = 0;
     for (int64_t b = 0; b < r.batch; ++b) {
-        const std::vector<double> lg = ref::logits(M, sequence(o, r, b), 0);
+        const std::vector<double> lg = ref::logits(M, sequence(o, r, m.vocab, b), 0);
         want_prefill.insert(want_prefill.end(), lg.begin(), lg.begin() + r.prompt * m.vocab);
         const double rms = verify::rms(lg.data(), uint64_t(lg.size()));
         for (int64_t t = 0; t < r.tokens; ++t) {

@@ -67,7 +67,7 @@ static void prefill_again(Decoder& D, Outputs& out) {
     const int64_t seq = r.ctx() - 1;
     std::vector<int> tokens;
     for (int64_t b = 0; b < r.batch; ++b) {
-        const std::vector<int> s = sequence(out, r, b);
+        const std::vector<int> s = sequence(out, r, D.m.vocab, b);
         tokens.insert(tokens.end(), s.begin(), s.end());
     }
     CUDA_CHECK(cudaMemcpy(D.d_tokens, tokens.data(), tokens.size() * 4, cudaMemcpyHostToDevice));

@@ -14,13 +14,13 @@
 #include "common/timer.h"
 #include "model.cuh"
 
-// Each projection's (K, N) and weights (layer 0's, and the LM head).
-static void proj_shape(const Decoder& D, int p, int64_t& K, int64_t& N, const bf16*& W) {
+// Each projection's (K, N), weights (layer 0's, and the LM head) and input rows.
+static void proj_shape(const Decoder& D, int p, int64_t& K, int64_t& N, const bf16*& W, const bf16*& x) {
     const Dims& m = D.m;
     const LayerWeights& w = D.layer[0];
     const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
     const bf16* ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
-    K = ks[p], N = ns[p], W = ws[p];
+    K = ks[p], N = ns[p], W = ws[p], x = p == kPDown ? D.act : D.xn;
 }
 
 // Times every decode projection both ways at the run's batch; the faster serves the decode step.
@@ -29,13 +29,13 @@ static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
     std::string won;
     for (int p = 0; p < kProjs; ++p) {
         int64_t K, N;
-        const bf16* W;
-        proj_shape(D, p, K, N, W);
+        const bf16 *W, *x;
+        proj_shape(D, p, K, N, W, x);
         const std::vector<double> ms = lesson::time_interleaved_ms(
             repeat, 2,
             [&](int v) {
                 D.blas_for[p] = v == 1;
-                project(D, Proj(p), D.xn, W, K, N);
+                project(D, Proj(p), x, W, K, N);
             },
             D.s);
         D.blas_for[p] = ms[1] < ms[0];

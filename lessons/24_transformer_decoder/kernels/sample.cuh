@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         if (v > best) best = v, arg = i;
     }
     block_argmax(best, arg, shv, shi);
-    int token = arg;
+    int token = arg < V ? arg : 0;  // no finite logit (a NaN row): token 0, and the checks fail on the logits
     if (rule.kind != Sample::Greedy) {
         // The kept set is {i : lg[i] >= tau}; tau by bisection between the smallest logit and the largest.
         float low = best;
