@@ -172,11 +172,12 @@ int main(int argc, char** argv) {
     CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
     CUDA_CHECK(cudaMalloc(&D.d_ws, 32 << 20));  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
-    lesson::Gate gemm_gate(report);  // not the run's gate: without rung 9, cuBLAS does the prefill GEMMs
-    if (gemm_gate.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs())) D.encode = lesson::tensor_map_encoder();
+    lesson::Gate fast_paths(report);  // not the run's gate: without them, cuBLAS and causalAttention
+    if (fast_paths.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs())) D.encode = lesson::tensor_map_encoder();
     if (D.encode && (r.batch * r.prompt) % 256 != 0) report.note("prefill GEMMs by cuBLAS: batch x prompt is not a multiple of 256");
     make_weights(D, seed);
-    make_buffers(D, r.batch * std::max(whole_on_cpu ? r.prompt : 1, r.tokens));
+    const bool fused = fast_paths.run("lesson 21's rung 6 for the prefill attention", fused_attention_needs(m.hd()));
+    make_buffers(D, r.batch * std::max(whole_on_cpu ? r.prompt : 1, r.tokens), fused);
     make_cache(D, seed);
 
     // 4. Prefill: every prompt position of every sequence at once; the first token sampled.

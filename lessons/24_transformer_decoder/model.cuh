@@ -22,6 +22,7 @@
 #include "kernels/norm.cuh"
 #include "kernels/paged_cache.cuh"
 #include "kernels/sample.cuh"
+#include "prefill_attention.cuh"
 #include "prefill_gemm.cuh"
 #include "problem.cuh"
 
@@ -67,7 +68,8 @@ struct Decoder {
     DecodeState st{};
     SampleRule rule{};
     bool blas_for[kProjs] = {};
-    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;  // set: prefill GEMMs by lesson 20's rung 9 where they fit
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    HeadMajor hm;  // hm.q set: prefill attention by lesson 21's rung 6  // set: prefill GEMMs by lesson 20's rung 9 where they fit
     Breakdown* bd = nullptr;                  // set: time each launch (a stream-launched step)
     int check_layer = -1;                     // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
@@ -128,11 +130,11 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
         pf = std::max(pf, size_t(std::max(m.d, m.mlp) * n / 16 + r.batch * n));
     *proj_floats = pf;
     const size_t cache = size_t(m.layers) * r.batch * r.pages() * 2 * m.kvd() * r.page * sizeof(bf16);
-    return pf * 4 + rows * (m.d * 4 + m.d * 2 * 3 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
+    return pf * 4 + rows * (m.d * 4 + m.d * 2 * 7 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
            cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + (32 << 20);
 }
 
-static void make_buffers(Decoder& D, int64_t keep_rows) {
+static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
     const size_t rows = size_t(r.batch * r.ctx());
@@ -143,6 +145,10 @@ static void make_buffers(Decoder& D, int64_t keep_rows) {
     CUDA_CHECK(cudaMalloc(&D.q, rows * m.d * 2));
     CUDA_CHECK(cudaMalloc(&D.attn, rows * m.d * 2));
     CUDA_CHECK(cudaMalloc(&D.act, rows * m.mlp * 2));
+    if (head_major) {
+        for (bf16** p : {&D.hm.q, &D.hm.k, &D.hm.v, &D.hm.o}) CUDA_CHECK(cudaMalloc(p, rows * m.d * 2));
+        D.hm.group = int(m.group());
+    }
     CUDA_CHECK(cudaMalloc(&D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4));
     CUDA_CHECK(cudaMalloc(&D.d_tokens, rows * 4));
     CUDA_CHECK(cudaMalloc(&D.d_zero, r.batch * 4));
@@ -252,13 +258,15 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
         if (l == D.check_layer) copy_x(D.h_xin);
         if (l == D.check_layer + 1) copy_x(D.h_xout);
         const Parts qkv = gemm_prefill(D, D.xn, w.qkv, rows, m.d, m.qkv());
-        ropeToCache<<<R, 256, 0, D.s>>>(qkv, D.d_zero, seq, D.q, D.kv(int(l)), int(m.heads));
+        ropeToCache<<<R, 256, 0, D.s>>>(qkv, D.d_zero, seq, D.q, D.kv(int(l)), int(m.heads), D.hm);
         CUDA_CHECK_LAUNCH();
-        for_hd(m.hd(), [&](auto hd) {
-            const unsigned blocks = unsigned((rows * m.heads + kAttnWarps - 1) / kAttnWarps);
-            causalAttention<hd><<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows,
-                                                                      int(m.heads), D.attn);
-        });
+        if (D.hm.q) fused_attention(D.hm, D.r.batch, seq, int(m.heads), int(m.hd()), D.attn, D.s);
+        else
+            for_hd(m.hd(), [&](auto hd) {
+                const unsigned blocks = unsigned((rows * m.heads + kAttnWarps - 1) / kAttnWarps);
+                causalAttention<hd><<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows,
+                                                                          int(m.heads), D.attn);
+            });
         CUDA_CHECK_LAUNCH();
         const Parts o = gemm_prefill(D, D.attn, w.wo, rows, m.d, m.d);
         addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, seq, 0);
@@ -300,7 +308,8 @@ static void decode_step(Decoder& D) {
         D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });
         Parts qkv;
         D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
-        D.k("rope + cache", [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads)); });
+        D.k("rope + cache", [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{});
+        });
         for_hd(m.hd(), [&](auto hd) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {

@@ -23,11 +23,19 @@ struct PagedKv {
     }
 };
 
+// Prefill by lesson 21's rung 6 (prefill_attention.cuh): Q, K, V again, head-major
+// ([batch x heads][seq][hd]), K and V repeated for every query head of their group, and rung 6's output.
+struct HeadMajor {
+    bf16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;  // q null: not written (decode, portable prefill)
+    int group = 1;
+};
+
 // Row r of the fused Q|K|V projection is sequence b = r / seq_rows at position start[b] + r % seq_rows
 // (prefill: start 0, every position of the prompt; decode: one row, at the sequence's length).
 // Q and K are rotated by that position (pairs i and i + hd/2, the Llama "rotate half" form), Q goes
-// to q (bf16, [rows][heads][hd]), K and V into the cache. One block per row.
-__global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16* q, PagedKv kv, int heads) {
+// to q (bf16, [rows][heads][hd]), K and V into the cache; with hm.q, each also head-major. One block per row.
+__global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16* q, PagedKv kv, int heads,
+                            HeadMajor hm) {
     const int64_t r = blockIdx.x;
     const int b = int(r / seq_rows), pos = start[b] + int(r % seq_rows);
     const int half = kv.hd / 2, slots = heads + 2 * kv.kv_heads;
@@ -35,10 +43,20 @@ __global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16*
         const int slot = idx / half, i = idx % half;
         const int64_t col = int64_t(slot) * kv.hd + i;  // Q heads, then K heads, then V heads
         const float x0 = qkv.at(r, col), x1 = qkv.at(r, col + half);
+        const int64_t t = r % seq_rows;
+        // Where head-major copies go: query head h's row t; a KV head's, once per query head of its group.
+        const auto head_major = [&](bf16* base, int h, bf16 y0, bf16 y1) {
+            bf16* p = base + ((size_t(b) * heads + h) * seq_rows + t) * kv.hd;
+            p[i] = y0;
+            p[i + half] = y1;
+        };
         if (slot >= heads + kv.kv_heads) {  // V: copied as it is
-            bf16* v = kv.at(b, 1, slot - heads - kv.kv_heads, pos);
+            const int g = slot - heads - kv.kv_heads;
+            bf16* v = kv.at(b, 1, g, pos);
             v[i] = __float2bfloat16_rn(x0);
             v[i + half] = __float2bfloat16_rn(x1);
+            if (hm.q)
+                for (int h = g * hm.group; h < (g + 1) * hm.group; ++h) head_major(hm.v, h, v[i], v[i + half]);
             continue;
         }
         // angle = pos * base^(-2i/hd); sincosf reduces large angles exactly (no --use_fast_math).
@@ -49,5 +67,9 @@ __global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16*
         bf16* dst = slot < heads ? q + (size_t(r) * heads + slot) * kv.hd : kv.at(b, 0, slot - heads, pos);
         dst[i] = y0;
         dst[i + half] = y1;
+        if (!hm.q) continue;
+        if (slot < heads) head_major(hm.q, slot, y0, y1);
+        else
+            for (int h = (slot - heads) * hm.group; h < (slot - heads + 1) * hm.group; ++h) head_major(hm.k, h, y0, y1);
     }
 }
