@@ -1,7 +1,6 @@
 // Lesson 24 of the course (the transformer decoder): causal grouped-query attention over the paged
-// KV cache. One warp holds one query row (hd / 32 of its dimensions per lane) and walks keys in
-// order through the block table with lesson 21's online softmax: a dot product reduced across
-// the warp, then the running max, sum and output rescaled. Query head h reads KV head
+// KV cache. One warp holds one query row and walks its keys through the block table 32 at a time
+// with lesson 21's online softmax (attend, below). Query head h reads KV head
 // h / (heads / kv_heads): the cache holds each KV head once, as grouped-query attention intends.
 //   causalAttention   prefill, the portable path: one warp per (row, head), keys 0..pos.
 //   decodeSplit       decode: one block per (sequence, KV head, split of the keys), one warp per
@@ -18,35 +17,68 @@
 
 constexpr int kAttnWarps = 8;  // causalAttention: warps per block
 
-// The running state of one query row over the keys it has seen (lane-local part of o).
+// The running state of one query row over the keys seen so far: max m and sum l of the scores
+// (the same in every lane), and this lane's hd / 32 dimensions of the unnormalized output.
 template <int HD>
-struct Online {
-    static constexpr int kPer = HD / 32;
-    float m = -INFINITY, l = 0.0f, o[kPer] = {};
-    // Folds in key `pos` of sequence b, KV head `head`; q holds this lane's dimensions, pre-scaled
-    // by log2(e) / sqrt(hd) so that exp2 gives the softmax's exponentials.
-    __device__ __forceinline__ void add(const float (&q)[kPer], const PagedKv& kv, int b, int head, int pos) {
-        const int lane = threadIdx.x % 32;
-        const bf16* k = kv.at(b, 0, head, pos) + lane * kPer;
-        const bf16* v = kv.at(b, 1, head, pos) + lane * kPer;
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) s += q[i] * __bfloat162float(k[i]);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-        const float m_new = fmaxf(m, s), scale = exp2f(m - m_new), p = exp2f(s - m_new);
-        l = l * scale + p;
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) o[i] = o[i] * scale + p * __bfloat162float(v[i]);
-        m = m_new;
-    }
+struct Partial {
+    float m = -INFINITY, l = 0.0f, o[HD / 32] = {};
 };
 
+// This lane's hd / 32 elements of the query, pre-scaled by log2(e) / sqrt(hd) so that exp2 gives
+// the softmax's exponentials, into the warp's row of shared memory (every lane then reads all of it).
 template <int HD>
-__device__ __forceinline__ void load_q(const bf16* q, float (&qr)[HD / 32]) {
+__device__ __forceinline__ void load_q(const bf16* q, float* sq) {
     const float c = 1.4426950408889634f * rsqrtf(float(HD));
+    const int lane = threadIdx.x % 32;
 #pragma unroll
-    for (int i = 0; i < HD / 32; ++i) qr[i] = __bfloat162float(q[(threadIdx.x % 32) * (HD / 32) + i]) * c;
+    for (int i = 0; i < HD / 32; ++i) sq[lane * (HD / 32) + i] = __bfloat162float(q[lane * (HD / 32) + i]) * c;
+    __syncwarp();
+}
+
+// Keys k0..k1-1 of sequence b, KV head g, folded into st, 32 at a time: lane j scores key c0 + j
+// against the whole query (its K row read as 16-byte loads, all independent), the warp agrees on
+// the chunk's max and sum with shuffles, then walks the chunk's V rows together, each lane adding
+// its dimensions. Lesson 21's online softmax, a chunk of keys per step instead of one.
+template <int HD>
+__device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0, int k1, Partial<HD>& st) {
+    const int lane = threadIdx.x % 32;
+    for (int c0 = k0; c0 < k1; c0 += 32) {
+        float s = -INFINITY;
+        if (c0 + lane < k1) {
+            const uint4* k = reinterpret_cast<const uint4*>(kv.at(b, 0, g, c0 + lane));
+            s = 0.0f;
+#pragma unroll
+            for (int c = 0; c < HD / 8; ++c) {
+                const uint4 raw = k[c];
+                const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float2 f = __bfloat1622float2(k2[e]);
+                    s += sq[8 * c + 2 * e] * f.x + sq[8 * c + 2 * e + 1] * f.y;
+                }
+            }
+        }
+        float mc = s;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mc = fmaxf(mc, __shfl_xor_sync(0xffffffffu, mc, off));
+        const float m_new = fmaxf(st.m, mc);            // finite: the chunk holds at least one key
+        const float p = exp2f(s - m_new), scale = exp2f(st.m - m_new);  // p = 0 past k1; scale 0 at first
+        float ps = p;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, off);
+        st.l = st.l * scale + ps;
+#pragma unroll
+        for (int i = 0; i < HD / 32; ++i) st.o[i] *= scale;
+        const int n = min(32, k1 - c0);
+#pragma unroll 4
+        for (int j = 0; j < n; ++j) {
+            const float pj = __shfl_sync(0xffffffffu, p, j);
+            const bf16* v = kv.at(b, 1, g, c0 + j) + lane * (HD / 32);
+#pragma unroll
+            for (int i = 0; i < HD / 32; ++i) st.o[i] += pj * __bfloat162float(v[i]);
+        }
+        st.m = m_new;
+    }
 }
 
 // out[r][h * hd .. ] = softmax over keys 0..pos of (q . k / sqrt(hd)) times V, pos = start[b] + t.
@@ -54,15 +86,15 @@ template <int HD>
 __global__ void __launch_bounds__(kAttnWarps * 32)
     causalAttention(const bf16* q, PagedKv kv, const int* start, int64_t seq_rows, int64_t rows, int heads,
                     bf16* out) {
+    __shared__ float sq[kAttnWarps][HD];
     const int64_t w = int64_t(blockIdx.x) * kAttnWarps + threadIdx.x / 32;
     if (w >= rows * heads) return;
     const int64_t r = w / heads;
     const int h = int(w % heads), b = int(r / seq_rows), pos = start[b] + int(r % seq_rows);
-    const int head = h / (heads / kv.kv_heads);
-    float qr[HD / 32];
-    load_q<HD>(q + size_t(w) * HD, qr);
-    Online<HD> st;
-    for (int j = 0; j <= pos; ++j) st.add(qr, kv, b, head, j);
+    float* qs = sq[threadIdx.x / 32];
+    load_q<HD>(q + size_t(w) * HD, qs);
+    Partial<HD> st;
+    attend<HD>(qs, kv, b, h / (heads / kv.kv_heads), 0, pos + 1, st);
     bf16* o = out + size_t(w) * HD + (threadIdx.x % 32) * (HD / 32);
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) o[i] = __float2bfloat16_rn(st.o[i] / st.l);
@@ -73,14 +105,14 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 // Partial results: m and l [batch][heads][splits], o [batch][heads][splits][hd], fp32.
 template <int HD>
 __global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads, float* part_ml, float* part_o) {
-    const int s = blockIdx.x, splits = gridDim.x, head = blockIdx.y, b = blockIdx.z;
-    const int group = heads / kv.kv_heads, h = head * group + threadIdx.x / 32, lane = threadIdx.x % 32;
+    __shared__ float sq[32][HD];  // one query row per warp, at most 32 query heads per KV head
+    const int s = blockIdx.x, splits = gridDim.x, g = blockIdx.y, b = blockIdx.z;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = g * (heads / kv.kv_heads) + warp;
     const int n = len[b] + 1, chunk = (n + splits - 1) / splits;
     const int k0 = s * chunk, k1 = min(n, k0 + chunk);
-    float qr[HD / 32];
-    load_q<HD>(q + (size_t(b) * heads + h) * HD, qr);
-    Online<HD> st;
-    for (int j = k0; j < k1; ++j) st.add(qr, kv, b, head, j);
+    load_q<HD>(q + (size_t(b) * heads + h) * HD, sq[warp]);
+    Partial<HD> st;
+    attend<HD>(sq[warp], kv, b, g, k0, k1, st);
     const size_t idx = (size_t(b) * heads + h) * splits + s;
     if (lane == 0) {
         part_ml[2 * idx] = st.m;
