@@ -110,11 +110,10 @@ __global__ void __launch_bounds__(kSampleThreads)
             }
             const uint64_t h = verify::attention_mix(rule.seed * 0x9E3779B97F4A7C15ull + uint64_t(step) * 65536 + b);
             shv[0] = float(h >> 40) * (1.0f / 16777216.0f) * run;  // u * mass
+            shi[1] = token;  // kept where rounding leaves u * mass past the last kept logit
         }
         __syncthreads();
         const float target = shv[0];
-        shi[1] = token;
-        __syncthreads();
         float run = prefix[threadIdx.x];
         if (run <= target && target < run + mine)
             for (int i = i0; i < i1; ++i)
