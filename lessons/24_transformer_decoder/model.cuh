@@ -63,6 +63,8 @@ struct Decoder {
     // Activations, sized for the longest prefill (batch x ctx rows).
     float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr, *part_o = nullptr;
     size_t proj_floats = 0;
+    float* gemv_y = nullptr;           // a decode GEMV's result, batch x N
+    unsigned* gemv_done = nullptr;     // its blocks' counters, one per 256 columns
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
     int *d_tokens = nullptr, *d_zero = nullptr;
     DecodeState st{};
@@ -131,7 +133,8 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
     *proj_floats = pf;
     const size_t cache = size_t(m.layers) * r.batch * r.pages() * 2 * m.kvd() * r.page * sizeof(bf16);
     return pf * 4 + rows * (m.d * 4 + m.d * 2 * 7 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
-           cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + (32 << 20);
+           cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + size_t(r.batch) * (2 * m.mlp + m.vocab) * 4 +
+           (32 << 20);
 }
 
 static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
@@ -140,6 +143,10 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const size_t rows = size_t(r.batch * r.ctx());
     work_bytes(m, r, &D.proj_floats);
     CUDA_CHECK(cudaMalloc(&D.proj, D.proj_floats * 4));
+    const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
+    CUDA_CHECK(cudaMalloc(&D.gemv_y, size_t(r.batch * widest) * 4));
+    CUDA_CHECK(cudaMalloc(&D.gemv_done, size_t(widest / kGemvCols + 1) * 4));
+    CUDA_CHECK(cudaMemset(D.gemv_done, 0, size_t(widest / kGemvCols + 1) * 4));
     CUDA_CHECK(cudaMalloc(&D.x, rows * m.d * 4));
     CUDA_CHECK(cudaMalloc(&D.xn, rows * m.d * 2));
     CUDA_CHECK(cudaMalloc(&D.q, rows * m.d * 2));
@@ -209,22 +216,22 @@ static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows,
     CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(rows), int(K), &one, W, CUDA_R_16BF,
                               int(N), A, CUDA_R_16BF, int(K), &zero, D.proj, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
-    return {D.proj, 1, 0, N};
+    return {D.proj, N};
 }
 
 // A prefill projection: lesson 20's rung 9 where it runs and the shape fits its tiles, else cuBLAS.
 static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
     if (!D.encode || !wgmma_fits(rows, K, N)) return gemm_cublas(D, A, W, rows, K, N);
     gemm_wgmma(D.encode, A, W, D.proj, rows, K, N, D.sms);
-    return {D.proj, 1, 0, N};
+    return {D.proj, N};
 }
 
 // A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster.
 static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N) {
     if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
     const int splits = gemv_splits(D.r.batch, K, N, D.sms);
-    launch_gemv(A, W, D.proj, D.r.batch, K, N, splits, D.s);
-    return {D.proj, splits, size_t(D.r.batch) * N, N};
+    launch_gemv(A, W, D.proj, D.gemv_y, D.gemv_done, D.r.batch, K, N, splits, D.s);
+    return {D.gemv_y, N};
 }
 
 template <class F>
@@ -250,7 +257,7 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
     };
     embedTokens<<<R, 256, 0, D.s>>>(D.d_tokens, D.embed, D.x, m.d);
     CUDA_CHECK_LAUNCH();
-    Parts down{nullptr, 0, 0, m.d};
+    Parts down{nullptr, m.d};
     for (int64_t l = 0; l < m.layers; ++l) {
         const LayerWeights& w = D.layer[l];
         addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, seq, 0);
@@ -285,7 +292,7 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
                               D.lm_head, CUDA_R_16BF, int(m.vocab), D.xn, CUDA_R_16BF, int(m.d), &zero, D.logits,
                               CUDA_R_32F, int(m.vocab), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (sample) {
-        const Parts lm{D.logits, 1, 0, m.vocab};
+        const Parts lm{D.logits, m.vocab};
         sampleTokens<<<unsigned(D.r.batch), kSampleThreads, 0, D.s>>>(lm, int(keep), D.step_logits, D.st, int(D.r.batch),
                                                                      D.rule);
         CUDA_CHECK_LAUNCH();
@@ -302,7 +309,7 @@ static void decode_step(Decoder& D) {
     const Dims& m = D.m;
     const unsigned B = unsigned(D.r.batch);
     D.k("embed", [&] { embedTokens<<<B, 256, 0, D.s>>>(D.st.next, D.embed, D.x, m.d); });
-    Parts down{nullptr, 0, 0, m.d};
+    Parts down{nullptr, m.d};
     for (int64_t l = 0; l < m.layers; ++l) {
         const LayerWeights& w = D.layer[l];
         D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });

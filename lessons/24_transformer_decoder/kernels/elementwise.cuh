@@ -1,6 +1,6 @@
 // Lesson 24 of the course (the transformer decoder): the elementwise kernels. The weights drawn on
-// the GPU, the embedding lookup, and the SwiGLU gate of the MLP. Each reads the fp32 output of a
-// projection as `Parts`: the planes a split-K GEMV leaves (one plane from cuBLAS), added as read.
+// the GPU, the embedding lookup, and the SwiGLU gate of the MLP, which reads the fp32 output of
+// the gate/up projection (`Parts`, as every kernel after a projection does).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <cstdint>
@@ -11,19 +11,12 @@
 
 using bf16 = __nv_bfloat16;
 
-// The fp32 output of a projection with `cols` outputs per row, as `planes` partial sums that lie
-// `plane` floats apart (a GEMV split over K writes one plane per split; cuBLAS writes one).
+// The fp32 output of a projection, rows of `cols` (cuBLAS's C, or the GEMV's y), as the kernel
+// after it reads it.
 struct Parts {
     const float* p;
-    int planes;
-    size_t plane;
     int64_t cols;
-    __device__ __forceinline__ float at(int64_t row, int64_t col) const {
-        const float* q = p + size_t(row) * cols + col;
-        float s = q[0];
-        for (int i = 1; i < planes; ++i) s += q[size_t(i) * plane];
-        return s;
-    }
+    __device__ __forceinline__ float at(int64_t row, int64_t col) const { return p[size_t(row) * cols + col]; }
 };
 
 // Tensor elements from their hash (problem.cuh), rounded to bf16 once, here.

@@ -3,8 +3,10 @@
 // batch times, so the kernel's speed is the rate it streams W from DRAM (lesson 17's roofline,
 // left of the ridge): every lane loads 16 bytes (8 columns) of a row of W, a warp 512 contiguous
 // bytes, and the grid is split over K as well as N so that enough loads are in flight to cover
-// DRAM latency on every SM. Each split writes its own fp32 plane of partial sums, which the next
-// kernel adds as it reads them (Parts, elementwise.cuh): no atomics, the same bits every run.
+// DRAM latency on every SM. Each split writes its own fp32 plane of partial sums; the last block
+// of a column tile to finish (a counter per tile) adds the tile's planes in split order into y:
+// one kernel, no atomics on the data, the same bits every run, and the counters left at zero for
+// the next launch (or the next replay of the graph).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -17,11 +19,13 @@
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
-// planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n]; BT rows of x at a time.
+// planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n], BT rows of x at a
+// time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
 template <int BT>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemvSplitK(const bf16* x, const bf16* W, float* planes, int64_t B, int64_t K, int64_t N) {
+    gemvSplitK(const bf16* x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
+    __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t col = int64_t(blockIdx.x) * kGemvCols + lane * 8;
     const int64_t chunk = (K + gridDim.y - 1) / gridDim.y, k0 = blockIdx.y * chunk, k1 = min(K, k0 + chunk);
@@ -58,6 +62,23 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         }
         __syncthreads();
     }
+    // The threadfence reduction: this block's plane is visible before its count is, so the block
+    // that counts last sees every plane (read from L2: __ldcg, past this SM's L1).
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(&done[blockIdx.x], 1u) == gridDim.y - 1;
+        if (last) done[blockIdx.x] = 0;
+    }
+    __syncthreads();
+    if (!last) return;
+    const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
+    if (c >= N) return;
+    for (int64_t b = 0; b < B; ++b) {
+        float sum = 0.0f;
+        for (unsigned sp = 0; sp < gridDim.y; ++sp) sum += __ldcg(planes + (size_t(sp) * B + b) * N + c);
+        y[size_t(b) * N + c] = sum;
+    }
 }
 
 // How many splits of K: enough blocks for about `per_sm` of them on every SM, each split at least
@@ -70,11 +91,12 @@ inline int gemv_splits(int64_t B, int64_t K, int64_t N, int sms, int per_sm = 4)
     return int(std::max<int64_t>(s, 1));
 }
 
-inline void launch_gemv(const bf16* x, const bf16* W, float* planes, int64_t B, int64_t K, int64_t N, int splits,
-                        cudaStream_t s) {
+// done: ceil(N / 256) counters, zero (each launch leaves them so).
+inline void launch_gemv(const bf16* x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K,
+                        int64_t N, int splits, cudaStream_t s) {
     const dim3 grid(unsigned((N + kGemvCols - 1) / kGemvCols), unsigned(splits));
-    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
-    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
-    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, B, K, N);
+    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
+    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
+    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
     CUDA_CHECK_LAUNCH();
 }
