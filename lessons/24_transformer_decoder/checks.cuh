@@ -58,7 +58,8 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
             const double* row = lg.data() + (r.prompt - 1 + t) * m.vocab;
             std::copy(row, row + m.vocab, want_steps.begin() + (t * r.batch + b) * m.vocab);
             const int64_t best = std::max_element(row, row + m.vocab) - row, got = o.history[size_t(t * r.batch + b)];
-            const bool tie = got >= 0 && got < m.vocab && row[best] - row[got] <= kLogitTol * (std::fabs(row[best]) + rms);
+            const bool tie =
+                got >= 0 && got < m.vocab && row[best] - row[got] <= kLogitTol * (std::fabs(row[best]) + rms);
             want_token[size_t(t * r.batch + b)] = int(tie ? got : best);
             ties += tie && got != best;
         }
@@ -68,8 +69,9 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
     report.check(verify::compare(o.steps.data(), want_steps.data(), uint64_t(want_steps.size()), kLogitTol,
                                  "decode logits, every step, vs CPU (double)"));
     if (!greedy) return;
-    report.check(verify::check_exact(o.history.data(), uint64_t(o.history.size()),
-                                     [&](uint64_t i) { return want_token[i]; }, "greedy tokens vs CPU argmax"));
+    report.check(verify::check_exact(
+        o.history.data(), uint64_t(o.history.size()), [&](uint64_t i) { return want_token[i]; },
+        "greedy tokens vs CPU argmax"));
     if (ties) report.note(std::to_string(ties) + " greedy token(s) differ from the CPU's within a bf16 tie");
 }
 

@@ -85,11 +85,11 @@ static void report_speed(lesson::Report& report, const Decoder& D, const cudaDev
                          int device) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
-    const double step_bytes = double(m.step_params()) * 2 +
-                              4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
+    const double step_bytes =
+        double(m.step_params()) * 2 + 4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
     const std::string in_l2 = lesson::l2_note(step_bytes, prop);
-    const lesson::StreamBound dram = in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0)
-                                                   : lesson::stream_bound_not_measured(1, 0, in_l2);
+    const lesson::StreamBound dram =
+        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0) : lesson::stream_bound_not_measured(1, 0, in_l2);
     lesson::add_bound(report, dram, device, lesson::Roof::Memory);
     report.yardstick("cuBLAS bf16 GEMM, prefill's gate/up shape", t.blas_tflops, "TFLOP/s");
     report.timing(lesson::kTimingMethod);
@@ -101,8 +101,8 @@ static void report_speed(lesson::Report& report, const Decoder& D, const cudaDev
     const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e6));
     const double tps = double(r.batch) / (t.graph_ms / 1e3);
     report.variant_bound("decode step, CUDA graph", t.graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
-    report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3),
-                         "tokens/s", bound_tps, "memory bound", in_l2);
+    report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3), "tokens/s",
+                         bound_tps, "memory bound", in_l2);
     report.metric("graph speed-up over stream launches", t.stream_ms / t.graph_ms, "x");
     for (const auto& [name, ms] : t.kernel_ms) report.metric("decode step, " + name, ms, "ms");
     report.work("prefill", flops, double(m.params()) * 2, t.prefill_ms);
@@ -127,7 +127,8 @@ int main(int argc, char** argv) {
     cli.add_string("model", &model, "the preset: tiny (2 layers, d 256) or 1b (16 layers, d 2048); --quick: tiny");
     const char* dim_flags[6] = {"layers", "d-model", "heads", "kv-heads", "mlp", "vocab"};
     const int64_t dim_max[6] = {64, 8192, 128, 128, 32768, 262144};
-    for (int i = 0; i < 6; ++i) cli.add_int(dim_flags[i], &given[i], 0, dim_max[i], "the model's size (0: the preset's)");
+    for (int i = 0; i < 6; ++i)
+        cli.add_int(dim_flags[i], &given[i], 0, dim_max[i], "the model's size (0: the preset's)");
     cli.add_int("batch", &batch, 1, 64, "sequences decoded together", 2);
     cli.add_int("prompt", &prompt, 1, 8192, "prompt tokens per sequence", 13);
     cli.add_int("tokens", &tokens, 2, 1024, "tokens generated per sequence, the first by prefill", 6);
@@ -162,7 +163,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const double need_b = double(m.params()) * 2 + double(work_bytes(m, r, &proj_floats));
     if (need_b > 0.9 * double(free_b))
-        needs.shape = "needs " + lesson::gb_text(need_b) + " of device memory; " + lesson::gb_text(double(free_b)) + " free";
+        needs.shape =
+            "needs " + lesson::gb_text(need_b) + " of device memory; " + lesson::gb_text(double(free_b)) + " free";
     if (!gate.run("the decoder", needs)) return report.skip(gate.reason(), opt.json);
 
     // 3. Weights drawn on the GPU, the activations, the paged cache; cuBLAS on the lesson's stream.
@@ -173,8 +175,10 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&D.d_ws, 32 << 20));  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
     lesson::Gate fast_paths(report);  // not the run's gate: without them, cuBLAS and causalAttention
-    if (fast_paths.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs())) D.encode = lesson::tensor_map_encoder();
-    if (D.encode && (r.batch * r.prompt) % 256 != 0) report.note("prefill GEMMs by cuBLAS: batch x prompt is not a multiple of 256");
+    if (fast_paths.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs()))
+        D.encode = lesson::tensor_map_encoder();
+    if (D.encode && (r.batch * r.prompt) % 256 != 0)
+        report.note("prefill GEMMs by cuBLAS: batch x prompt is not a multiple of 256");
     make_weights(D, seed);
     const bool fused = fast_paths.run("lesson 21's rung 6 for the prefill attention", fused_attention_needs(m.hd()));
     make_buffers(D, r.batch * std::max(whole_on_cpu ? r.prompt : 1, r.tokens), fused);
@@ -221,8 +225,8 @@ int main(int argc, char** argv) {
     // 8. Timing. Prefill against cuBLAS's rate; the decode loop (from the state prefill left)
     // by graph replays and by stream launches, in turns; one stream-launched step kernel by kernel.
     CUDA_CHECK(cudaMemcpy(D.d_tokens, out.prompt.data(), out.prompt.size() * 4, cudaMemcpyHostToDevice));
-    const double prefill_ms =
-        lesson::time_median_ms(int(opt.repeat), [&] { prefill(D, r.prompt, r.prompt - 1, false); }, D.s);
+    const double prefill_ms = lesson::time_median_ms(
+        int(opt.repeat), [&] { prefill(D, r.prompt, r.prompt - 1, false); }, D.s);
     const double blas_tflops = cublas_tflops(D, r.batch * r.prompt, int(opt.repeat));
     const std::vector<double> loop_ms = lesson::time_interleaved_ms(
         int(opt.repeat), 2,
@@ -245,8 +249,10 @@ int main(int argc, char** argv) {
 
     // 10. Report: prefill against cuBLAS, decode against its memory bound, graph against streams.
     report.default_size(cli.at_default_size());
-    report_speed(report, D, prop, Timings{prefill_ms, blas_tflops, loop_ms[0] / double(r.tokens - 1),
-                                          loop_ms[1] / double(r.tokens - 1), kernel_ms}, int(opt.device));
+    report_speed(report, D, prop,
+                 Timings{prefill_ms, blas_tflops, loop_ms[0] / double(r.tokens - 1), loop_ms[1] / double(r.tokens - 1),
+                         kernel_ms},
+                 int(opt.device));
     CUDA_CHECK(cudaGraphExecDestroy(step_graph));
     CUDA_CHECK(cudaGraphDestroy(graph));
     CUBLAS_CHECK(cublasDestroy(D.blas));

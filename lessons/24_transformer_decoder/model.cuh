@@ -61,19 +61,21 @@ struct Decoder {
     int* d_table = nullptr;
     std::vector<int> h_table, free_blocks, held;  // held[b]: blocks sequence b has
     // Activations, sized for the longest prefill (batch x ctx rows).
-    float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr, *part_o = nullptr;
+    float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr,
+          *part_o = nullptr;
     size_t proj_floats = 0;
-    float* gemv_y = nullptr;           // a decode GEMV's result, batch x N
-    unsigned* gemv_done = nullptr;     // its blocks' counters, one per 256 columns
+    float* gemv_y = nullptr;        // a decode GEMV's result, batch x N
+    unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
     int *d_tokens = nullptr, *d_zero = nullptr;
     DecodeState st{};
     SampleRule rule{};
     bool blas_for[kProjs] = {};
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    HeadMajor hm;  // hm.q set: prefill attention by lesson 21's rung 6  // set: prefill GEMMs by lesson 20's rung 9 where they fit
-    Breakdown* bd = nullptr;                  // set: time each launch (a stream-launched step)
-    int check_layer = -1;                     // prefill copies x before and after this layer
+    HeadMajor
+        hm;  // hm.q set: prefill attention by lesson 21's rung 6  // set: prefill GEMMs by lesson 20's rung 9 where they fit
+    Breakdown* bd = nullptr;  // set: time each launch (a stream-launched step)
+    int check_layer = -1;     // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
 
     PagedKv kv(int l) const {
@@ -105,9 +107,14 @@ static void make_weights(Decoder& D, uint64_t seed) {
     const Dims& m = D.m;
     CUDA_CHECK(cudaMalloc(&D.d_weights, size_t(m.params()) * sizeof(bf16)));
     bf16* p = D.d_weights;
-    auto take = [&](int64_t n) { bf16* t = p; p += n; return t; };
+    auto take = [&](int64_t n) {
+        bf16* t = p;
+        p += n;
+        return t;
+    };
     for (int64_t l = 0; l < m.layers; ++l) {
-        LayerWeights w{take(m.d), take(m.d * m.qkv()), take(m.d * m.d), take(m.d), take(m.d * 2 * m.mlp), take(m.mlp * m.d)};
+        LayerWeights w{take(m.d), take(m.d * m.qkv()),   take(m.d * m.d),
+                       take(m.d), take(m.d * 2 * m.mlp), take(m.mlp * m.d)};
         draw(w.attn_norm, m.d, seed, tensor_id(l, kAttnNorm), 0.25f, 1.0f);
         draw(w.qkv, m.d * m.qkv(), seed, tensor_id(l, kQkv), linear_amp(m.d), 0.0f);
         draw(w.wo, m.d * m.d, seed, tensor_id(l, kWo), linear_amp(m.d), 0.0f);
@@ -213,8 +220,8 @@ static void hold_positions(Decoder& D, int64_t positions) {
 // column-major transpose, out^T = W^T A^T, so W comes first. bf16 in, fp32 accumulate and out.
 static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(rows), int(K), &one, W, CUDA_R_16BF,
-                              int(N), A, CUDA_R_16BF, int(K), &zero, D.proj, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(rows), int(K), &one, W, CUDA_R_16BF, int(N),
+                              A, CUDA_R_16BF, int(K), &zero, D.proj, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
     return {D.proj, N};
 }
@@ -271,8 +278,8 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
         else
             for_hd(m.hd(), [&](auto hd) {
                 const unsigned blocks = unsigned((rows * m.heads + kAttnWarps - 1) / kAttnWarps);
-                causalAttention<hd><<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows,
-                                                                          int(m.heads), D.attn);
+                causalAttention<hd>
+                    <<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows, int(m.heads), D.attn);
             });
         CUDA_CHECK_LAUNCH();
         const Parts o = gemm_prefill(D, D.attn, w.wo, rows, m.d, m.d);
@@ -293,8 +300,8 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
                               CUDA_R_32F, int(m.vocab), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (sample) {
         const Parts lm{D.logits, m.vocab};
-        sampleTokens<<<unsigned(D.r.batch), kSampleThreads, 0, D.s>>>(lm, int(keep), D.step_logits, D.st, int(D.r.batch),
-                                                                     D.rule);
+        sampleTokens<<<unsigned(D.r.batch), kSampleThreads, 0, D.s>>>(lm, int(keep), D.step_logits, D.st,
+                                                                      int(D.r.batch), D.rule);
         CUDA_CHECK_LAUNCH();
     }
 }
@@ -315,8 +322,8 @@ static void decode_step(Decoder& D) {
         D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });
         Parts qkv;
         D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
-        D.k("rope + cache", [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{});
-        });
+        D.k("rope + cache",
+            [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{}); });
         for_hd(m.hd(), [&](auto hd) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {

@@ -39,7 +39,8 @@ inline void gemm_wgmma(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* A, 
                                   pitch, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS)
-            lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
+            lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__,
+                              __LINE__);
     }
     rung9::launch(Gemm{int(rows), int(N), int(K), A, W, C, &maps[0], &maps[1], sms});
 }

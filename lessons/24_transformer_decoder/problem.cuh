@@ -21,9 +21,9 @@
 struct Dims {
     int64_t layers, d, heads, kv_heads, mlp, vocab;
     int64_t hd() const { return d / heads; }
-    int64_t kvd() const { return kv_heads * hd(); }        // width of K (and of V)
-    int64_t qkv() const { return d + 2 * kvd(); }          // the fused Q|K|V projection's outputs
-    int64_t group() const { return heads / kv_heads; }     // query heads per KV head
+    int64_t kvd() const { return kv_heads * hd(); }     // width of K (and of V)
+    int64_t qkv() const { return d + 2 * kvd(); }       // the fused Q|K|V projection's outputs
+    int64_t group() const { return heads / kv_heads; }  // query heads per KV head
     // Weights of one layer and of the whole model, in elements.
     int64_t layer_params() const { return d * qkv() + d * d + d * 2 * mlp + mlp * d + 2 * d; }
     int64_t params() const { return layers * layer_params() + 2 * vocab * d + d; }
@@ -51,15 +51,16 @@ inline Sample check_sizes(const Dims& m, const RunSize& r, const std::string& sa
     if (m.d % m.heads != 0) bad_input(heads + " does not divide --d-model=" + std::to_string(m.d));
     if (m.hd() != 32 && m.hd() != 64 && m.hd() != 128)
         bad_input("--d-model / --heads = " + std::to_string(m.hd()) + "; allowed head dimensions: 32, 64, 128");
-    if (m.heads % m.kv_heads != 0)
-        bad_input("--kv-heads=" + std::to_string(m.kv_heads) + " does not divide " + heads);
+    if (m.heads % m.kv_heads != 0) bad_input("--kv-heads=" + std::to_string(m.kv_heads) + " does not divide " + heads);
     if (m.group() > 32) bad_input(heads + " over --kv-heads: at most 32 query heads per KV head");
     if (m.mlp % 8 != 0) bad_input("--mlp=" + std::to_string(m.mlp) + " is not a multiple of 8");
     if (m.vocab % 8 != 0) bad_input("--vocab=" + std::to_string(m.vocab) + " is not a multiple of 8");
-    if (r.tokens < 2) bad_input("--tokens=" + std::to_string(r.tokens) + ": at least 2 (one from prefill, one decoded)");
+    if (r.tokens < 2)
+        bad_input("--tokens=" + std::to_string(r.tokens) + ": at least 2 (one from prefill, one decoded)");
     if (r.batch * r.ctx() > 65536)
         bad_input("--batch x (--prompt + --tokens) = " + std::to_string(r.batch * r.ctx()) + "; at most 65536");
-    if (top_k > m.vocab) bad_input("--top-k=" + std::to_string(top_k) + " is more than --vocab=" + std::to_string(m.vocab));
+    if (top_k > m.vocab)
+        bad_input("--top-k=" + std::to_string(top_k) + " is more than --vocab=" + std::to_string(m.vocab));
     if (sample == "greedy") return Sample::Greedy;
     if (sample == "topk") return Sample::TopK;
     if (sample == "topp") return Sample::TopP;
@@ -76,7 +77,9 @@ MODEL_HD inline int64_t tensor_id(int64_t layer, Kind k) { return 8 * layer + k;
 // Linear weights are k / 128 * amp (k uniform in [-128, 127], exact in bf16), amp the power of two
 // nearest sqrt(3 / fan_in): each output then has about the spread of its inputs. Norm weights are
 // 1 + k / 512, rounded to bf16; the embedding is k / 128.
-inline float linear_amp(int64_t fan_in) { return std::ldexp(1.0f, int(std::lround(std::log2(std::sqrt(3.0 / fan_in))))); }
+inline float linear_amp(int64_t fan_in) {
+    return std::ldexp(1.0f, int(std::lround(std::log2(std::sqrt(3.0 / fan_in)))));
+}
 struct Fill {
     uint64_t seed;
     float amp, offset;
@@ -86,4 +89,6 @@ inline Fill fill_of(uint64_t seed, int64_t id, float amp, float offset) {
 }
 // Element i of a tensor, before its rounding to bf16 (the GPU rounds with __float2bfloat16_rn, the
 // CPU with verify::to_bf16_bits: both to nearest even, so the two hold the same bits).
-MODEL_HD inline float weight_value(const Fill& f, uint64_t i) { return f.offset + verify::attention_value(f.seed, i, f.amp); }
+MODEL_HD inline float weight_value(const Fill& f, uint64_t i) {
+    return f.offset + verify::attention_value(f.seed, i, f.amp);
+}

@@ -82,8 +82,9 @@ inline void layer_forward(const Dims& m, const Layer& w, const double* x, const 
         }
     });
     verify::parallel_blocks(uint64_t(rows.size()), 1, [&](uint64_t b, uint64_t e) {
-        std::vector<double> h(static_cast<size_t>(d)), qkv(static_cast<size_t>(m.qkv())), att(static_cast<size_t>(d)), o(static_cast<size_t>(d)), xr(static_cast<size_t>(d)),
-            gu(static_cast<size_t>(2 * m.mlp)), act(static_cast<size_t>(m.mlp)), p(static_cast<size_t>(T));
+        std::vector<double> h(static_cast<size_t>(d)), qkv(static_cast<size_t>(m.qkv())), att(static_cast<size_t>(d)),
+            o(static_cast<size_t>(d)), xr(static_cast<size_t>(d)), gu(static_cast<size_t>(2 * m.mlp)),
+            act(static_cast<size_t>(m.mlp)), p(static_cast<size_t>(T));
         for (uint64_t i = b; i < e; ++i) {
             const int64_t t = rows[i];
             rmsnorm(x + t * d, w.attn_norm.data(), d, h.data());
@@ -124,7 +125,10 @@ struct Model {
     std::vector<float> embed, final_norm, lm_head;
 };
 inline Model model(const Dims& m, uint64_t seed) {
-    Model M{m, {}, tensor(seed, kEmbed, m.vocab * m.d, 1.0f, 0.0f), tensor(seed, kFinalNorm, m.d, 0.25f, 1.0f),
+    Model M{m,
+            {},
+            tensor(seed, kEmbed, m.vocab * m.d, 1.0f, 0.0f),
+            tensor(seed, kFinalNorm, m.d, 0.25f, 1.0f),
             tensor(seed, kLmHead, m.d * m.vocab, linear_amp(m.d), 0.0f)};
     for (int64_t l = 0; l < m.layers; ++l) M.layers.push_back(layer(m, seed, l));
     return M;
@@ -132,7 +136,8 @@ inline Model model(const Dims& m, uint64_t seed) {
 inline std::vector<double> logits(const Model& M, const std::vector<int>& tokens, int64_t from) {
     const Dims& m = M.m;
     const int64_t n = int64_t(tokens.size()), d = m.d;
-    std::vector<double> x(static_cast<size_t>(n * d)), delta(static_cast<size_t>(n * d)), out(static_cast<size_t>((n - from) * m.vocab));
+    std::vector<double> x(static_cast<size_t>(n * d)), delta(static_cast<size_t>(n * d)),
+        out(static_cast<size_t>((n - from) * m.vocab));
     for (int64_t t = 0; t < n; ++t)
         for (int64_t c = 0; c < d; ++c) x[t * d + c] = M.embed[size_t(tokens[t]) * d + c];
     std::vector<int64_t> all(static_cast<size_t>(n));

@@ -61,7 +61,7 @@ __device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0,
         float mc = s;
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) mc = fmaxf(mc, __shfl_xor_sync(0xffffffffu, mc, off));
-        const float m_new = fmaxf(st.m, mc);            // finite: the chunk holds at least one key
+        const float m_new = fmaxf(st.m, mc);                            // finite: the chunk holds at least one key
         const float p = exp2f(s - m_new), scale = exp2f(st.m - m_new);  // p = 0 past k1; scale 0 at first
         float ps = p;
 #pragma unroll
@@ -84,8 +84,7 @@ __device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0,
 // out[r][h * hd .. ] = softmax over keys 0..pos of (q . k / sqrt(hd)) times V, pos = start[b] + t.
 template <int HD>
 __global__ void __launch_bounds__(kAttnWarps * 32)
-    causalAttention(const bf16* q, PagedKv kv, const int* start, int64_t seq_rows, int64_t rows, int heads,
-                    bf16* out) {
+    causalAttention(const bf16* q, PagedKv kv, const int* start, int64_t seq_rows, int64_t rows, int heads, bf16* out) {
     __shared__ float sq[kAttnWarps][HD];
     const int64_t w = int64_t(blockIdx.x) * kAttnWarps + threadIdx.x / 32;
     if (w >= rows * heads) return;

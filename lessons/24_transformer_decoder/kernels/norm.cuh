@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const int64_t b = r / seq_rows, t = r % seq_rows;
     if (t < keep_from) return;
     bf16* o = out + size_t(b * (seq_rows - keep_from) + t - keep_from) * d;
-    for (int64_t i = threadIdx.x; i < d; i += kNormThreads) o[i] = __float2bfloat16_rn(xr[i] * inv * __bfloat162float(w[i]));
+    for (int64_t i = threadIdx.x; i < d; i += kNormThreads)
+        o[i] = __float2bfloat16_rn(xr[i] * inv * __bfloat162float(w[i]));
     // EXERCISE 1 END
 }

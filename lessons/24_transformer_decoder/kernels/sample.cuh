@@ -14,10 +14,10 @@ constexpr int kSampleThreads = 1024;
 
 // Decode state in device memory: what the graph reads instead of kernel arguments.
 struct DecodeState {
-    int* len;       // [batch] positions in the cache before this step
-    int* step;      // the step number (0: the token prefill sampled)
-    int* next;      // [batch] this step's input token, the last sampled one
-    int* history;   // [tokens][batch] every sampled token
+    int* len;      // [batch] positions in the cache before this step
+    int* step;     // the step number (0: the token prefill sampled)
+    int* next;     // [batch] this step's input token, the last sampled one
+    int* history;  // [tokens][batch] every sampled token
 };
 
 struct SampleRule {
@@ -78,11 +78,13 @@ __global__ void __launch_bounds__(kSampleThreads)
         int unused = 0;
         block_argmax(neg, unused, shv, shi);
         float lo = -neg, hi = best;
-        const float total = block_sum([&] {
-            float s = 0.0f;
-            for (int i = threadIdx.x; i < V; i += kSampleThreads) s += __expf(lg[i] - best);
-            return s;
-        }(), shv);
+        const float total = block_sum(
+            [&] {
+                float s = 0.0f;
+                for (int i = threadIdx.x; i < V; i += kSampleThreads) s += __expf(lg[i] - best);
+                return s;
+            }(),
+            shv);
         for (int it = 0; it < 40; ++it) {
             const float mid = 0.5f * (lo + hi);
             float c = 0.0f;

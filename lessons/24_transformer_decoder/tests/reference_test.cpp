@@ -49,9 +49,9 @@ int main() {
         w.attn_norm.assign(8, 1.0f);
         w.mlp_norm.assign(8, 1.0f);
         w.qkv.assign(8 * m.qkv(), 0.0f);
-        for (int k = 0; k < 8; ++k) w.qkv[k * m.qkv() + k] = 1.0f;                    // Q = h
-        for (int k = 0; k < 4; ++k) w.qkv[k * m.qkv() + 8 + k] = 1.0f;                // K = h[0..4)
-        for (int k = 0; k < 4; ++k) w.qkv[(4 + k) * m.qkv() + 12 + k] = 1.0f;         // V = h[4..8)
+        for (int k = 0; k < 8; ++k) w.qkv[k * m.qkv() + k] = 1.0f;             // Q = h
+        for (int k = 0; k < 4; ++k) w.qkv[k * m.qkv() + 8 + k] = 1.0f;         // K = h[0..4)
+        for (int k = 0; k < 4; ++k) w.qkv[(4 + k) * m.qkv() + 12 + k] = 1.0f;  // V = h[4..8)
         w.wo.assign(64, 0.0f);
         for (int k = 0; k < 8; ++k) w.wo[k * 8 + k] = 1.0f;
         w.gate_up.assign(8 * 16, 0.0f);
