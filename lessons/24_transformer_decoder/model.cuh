@@ -66,6 +66,7 @@ struct Decoder {
     size_t proj_floats = 0;
     float* gemv_y = nullptr;        // a decode GEMV's result, batch x N
     unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
+    unsigned* attn_done = nullptr;  // decodeSplit's counters, one per (sequence, KV head)
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
     int *d_tokens = nullptr, *d_zero = nullptr;
     DecodeState st{};
@@ -172,6 +173,8 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
                                        std::min<int64_t>(64, (r.ctx() + 31) / 32)));
     CUDA_CHECK(cudaMalloc(&D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4));
     CUDA_CHECK(cudaMalloc(&D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4));
+    CUDA_CHECK(cudaMalloc(&D.attn_done, size_t(r.batch * m.kv_heads) * 4));
+    CUDA_CHECK(cudaMemset(D.attn_done, 0, size_t(r.batch * m.kv_heads) * 4));
     CUDA_CHECK(cudaMalloc(&D.st.len, r.batch * 4));
     CUDA_CHECK(cudaMalloc(&D.st.step, 4));
     CUDA_CHECK(cudaMalloc(&D.st.next, r.batch * 4));
@@ -328,11 +331,7 @@ static void decode_step(Decoder& D) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {
                 decodeSplit<hd><<<grid, unsigned(32 * m.group()), 0, D.s>>>(D.q, D.kv(int(l)), D.st.len, int(m.heads),
-                                                                            D.part_ml, D.part_o);
-            });
-            const int rh = int(B * m.heads);
-            D.k("attention (combine)", [&] {
-                combineSplits<hd><<<unsigned((rh + 7) / 8), 256, 0, D.s>>>(D.part_ml, D.part_o, rh, D.splits, D.attn);
+                                                                            D.part_ml, D.part_o, D.attn_done, D.attn);
             });
         });
         Parts o;

@@ -5,8 +5,8 @@
 //   causalAttention   prefill, the portable path: one warp per (row, head), keys 0..pos.
 //   decodeSplit       decode: one block per (sequence, KV head, split of the keys), one warp per
 //                     query head of the group, so the group's heads read the split's K/V once
-//                     from DRAM; each split leaves (max, sum, output) for...
-//   combineSplits     ...the merge of the splits (lesson 21's kernels/7_decode_split.cuh).
+//                     from DRAM; each split leaves (max, sum, output), and the last split to
+//                     finish merges them (lesson 21's kernels/7_decode_split.cuh, one kernel).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <cstdint>
@@ -101,10 +101,15 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 
 // Decode: sequence b has len[b] + 1 keys (this step's key is already in the cache). Split s of
 // `gridDim.x` takes an equal share of them; a split with none leaves m = -inf, l = 0, o = 0.
-// Partial results: m and l [batch][heads][splits], o [batch][heads][splits][hd], fp32.
+// Partial results: m and l [batch][heads][splits], o [batch][heads][splits][hd], fp32. The last
+// block of a (sequence, KV head) to finish (done[b][g], a counter it sets back to zero) merges the
+// splits of the group's heads into out [batch][heads][hd]: o = sum_s o_s 2^(m_s - M) /
+// sum_s l_s 2^(m_s - M), M = max m_s (lesson 21's combine, without a kernel of its own).
 template <int HD>
-__global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads, float* part_ml, float* part_o) {
+__global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads, float* part_ml, float* part_o,
+                            unsigned* done, bf16* out) {
     __shared__ float sq[32][HD];  // one query row per warp, at most 32 query heads per KV head
+    __shared__ bool last;
     const int s = blockIdx.x, splits = gridDim.x, g = blockIdx.y, b = blockIdx.z;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = g * (heads / kv.kv_heads) + warp;
     const int n = len[b] + 1, chunk = (n + splits - 1) / splits;
@@ -112,30 +117,32 @@ __global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads
     load_q<HD>(q + (size_t(b) * heads + h) * HD, sq[warp]);
     Partial<HD> st;
     attend<HD>(sq[warp], kv, b, g, k0, k1, st);
-    const size_t idx = (size_t(b) * heads + h) * splits + s;
+    const size_t row = size_t(b) * heads + h, idx = row * splits + s;
     if (lane == 0) {
         part_ml[2 * idx] = st.m;
         part_ml[2 * idx + 1] = st.l;
     }
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) part_o[idx * HD + lane * (HD / 32) + i] = st.o[i];
-}
-
-// One warp per (sequence, query head): o = sum_s o_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s.
-template <int HD>
-__global__ void combineSplits(const float* part_ml, const float* part_o, int rows_heads, int splits, bf16* out) {
-    const int w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (w >= rows_heads) return;
-    const float* ml = part_ml + size_t(w) * splits * 2;
+    __threadfence();  // this split's partials are visible before its count is
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned* count = done + size_t(b) * gridDim.y + g;
+        last = atomicAdd(count, 1u) == unsigned(splits - 1);
+        if (last) *count = 0;
+    }
+    __syncthreads();
+    if (!last) return;
+    const float* ml = part_ml + row * splits * 2;
     float M = -INFINITY;
-    for (int s = 0; s < splits; ++s) M = fmaxf(M, ml[2 * s]);
+    for (int t = 0; t < splits; ++t) M = fmaxf(M, __ldcg(ml + 2 * t));
     float L = 0.0f, o[HD / 32] = {};
-    for (int s = 0; s < splits; ++s) {
-        const float f = exp2f(ml[2 * s] - M);  // 0 for an empty split (m = -inf)
-        L += ml[2 * s + 1] * f;
+    for (int t = 0; t < splits; ++t) {
+        const float f = exp2f(__ldcg(ml + 2 * t) - M);  // 0 for an empty split (m = -inf)
+        L += __ldcg(ml + 2 * t + 1) * f;
 #pragma unroll
-        for (int i = 0; i < HD / 32; ++i) o[i] += part_o[(size_t(w) * splits + s) * HD + lane * (HD / 32) + i] * f;
+        for (int i = 0; i < HD / 32; ++i) o[i] += __ldcg(part_o + (row * splits + t) * HD + lane * (HD / 32) + i) * f;
     }
 #pragma unroll
-    for (int i = 0; i < HD / 32; ++i) out[size_t(w) * HD + lane * (HD / 32) + i] = __float2bfloat16_rn(o[i] / L);
+    for (int i = 0; i < HD / 32; ++i) out[row * HD + lane * (HD / 32) + i] = __float2bfloat16_rn(o[i] / L);
 }
