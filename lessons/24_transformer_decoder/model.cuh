@@ -64,7 +64,8 @@ struct Decoder {
     float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr,
           *part_o = nullptr;
     size_t proj_floats = 0;
-    float* gemv_y = nullptr;        // a decode GEMV's result, batch x N
+    float* planes = nullptr;        // a decode GEMV's split-K partial sums
+    float* gemv_y[2] = {};          // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
     unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
     unsigned* attn_done = nullptr;  // decodeSplit's counters, one per (sequence, KV head)
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
@@ -140,8 +141,8 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
         pf = std::max(pf, size_t(std::max(m.d, m.mlp) * n / 16 + r.batch * n));
     *proj_floats = pf;
     const size_t cache = size_t(m.layers) * r.batch * r.pages() * 2 * m.kvd() * r.page * sizeof(bf16);
-    return pf * 4 + rows * (m.d * 4 + m.d * 2 * 7 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
-           cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + size_t(r.batch) * (2 * m.mlp + m.vocab) * 4 +
+    return pf * 8 + rows * (m.d * 4 + m.d * 2 * 7 + m.mlp * 2) + rows * m.vocab * 4 + r.tokens * r.batch * m.vocab * 4 +
+           cache + size_t(r.batch) * m.heads * 64 * (m.hd() + 2) * 4 + size_t(r.batch) * (2 * m.mlp + m.vocab) * 8 +
            (32 << 20);
 }
 
@@ -152,7 +153,8 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     work_bytes(m, r, &D.proj_floats);
     CUDA_CHECK(cudaMalloc(&D.proj, D.proj_floats * 4));
     const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
-    CUDA_CHECK(cudaMalloc(&D.gemv_y, size_t(r.batch * widest) * 4));
+    for (float*& y : D.gemv_y) CUDA_CHECK(cudaMalloc(&y, size_t(r.batch * widest) * 4));
+    CUDA_CHECK(cudaMalloc(&D.planes, D.proj_floats * 4));
     CUDA_CHECK(cudaMalloc(&D.gemv_done, size_t(widest / kGemvCols + 1) * 4));
     CUDA_CHECK(cudaMemset(D.gemv_done, 0, size_t(widest / kGemvCols + 1) * 4));
     CUDA_CHECK(cudaMalloc(&D.x, rows * m.d * 4));
@@ -236,12 +238,16 @@ static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows
     return {D.proj, N};
 }
 
-// A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster.
-static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N) {
+// A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster. The
+// down projection's GEMV takes its x as the SwiGLU of `gate_up` (XSwiglu); cuBLAS reads D.act.
+static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N,
+                     const Parts* gate_up = nullptr) {
     if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
     const int splits = gemv_splits(D.r.batch, K, N, D.sms);
-    launch_gemv(A, W, D.proj, D.gemv_y, D.gemv_done, D.r.batch, K, N, splits, D.s);
-    return {D.gemv_y, N};
+    float* y = D.gemv_y[p == kPGateUp];
+    if (gate_up) launch_gemv(XSwiglu{gate_up->p, K}, W, D.planes, y, D.gemv_done, D.r.batch, K, N, splits, D.s);
+    else launch_gemv(XRows{A, K}, W, D.planes, y, D.gemv_done, D.r.batch, K, N, splits, D.s);
+    return {y, N};
 }
 
 template <class F>
@@ -339,10 +345,15 @@ static void decode_step(Decoder& D) {
         D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, 1, 0); });
         Parts gu;
         D.k("gate/up proj", [&] { gu = project(D, kPGateUp, D.xn, w.gate_up, m.d, 2 * m.mlp); });
-        D.k("swiglu", [&] {
-            swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(gu, D.act, B, m.mlp);
-        });
-        D.k("down proj", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d); });
+        if (D.blas_for[kPDown]) {  // cuBLAS reads the activation from memory
+            D.k("swiglu", [&] {
+                swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(gu, D.act, B,
+                                                                                                    m.mlp);
+            });
+            D.k("down proj", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d); });
+        } else {
+            D.k("down proj (SwiGLU on the way in)", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d, &gu); });
+        }
     }
     D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, 1, 0); });
     Parts lm;

@@ -19,11 +19,30 @@
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
+// Where the GEMV's x comes from: rows of bf16 (x[b][k]), or the SwiGLU of the gate/up projection's
+// fp32 output, computed as the down projection reads it (silu(gate) * up, rounded to bf16 as the
+// prefill's swiglu kernel rounds it): no kernel and no buffer for the MLP's activation.
+struct XRows {
+    const bf16* x;
+    int64_t K;
+    __device__ __forceinline__ float operator()(int64_t b, int64_t k) const {
+        return __bfloat162float(x[size_t(b) * K + k]);
+    }
+};
+struct XSwiglu {
+    const float* gate_up;  // [b][2 mlp]: gate in columns 0..mlp-1, up in mlp..2 mlp-1
+    int64_t mlp;
+    __device__ __forceinline__ float operator()(int64_t b, int64_t k) const {
+        const float g = gate_up[size_t(b) * 2 * mlp + k], u = gate_up[size_t(b) * 2 * mlp + mlp + k];
+        return __bfloat162float(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
+    }
+};
+
 // planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n], BT rows of x at a
 // time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
-template <int BT>
+template <int BT, class X>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemvSplitK(const bf16* x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N) {
+    gemvSplitK(X x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
     __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -39,7 +58,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
                 const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
                 for (int bi = 0; bi < BT; ++bi) {
-                    const float xv = b0 + bi < B ? __bfloat162float(x[size_t(b0 + bi) * K + k]) : 0.0f;
+                    const float xv = b0 + bi < B ? x(b0 + bi, k) : 0.0f;
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         const float2 wf = __bfloat1622float2(w2[j]);
@@ -92,8 +111,9 @@ inline int gemv_splits(int64_t B, int64_t K, int64_t N, int sms, int per_sm = 4)
 }
 
 // done: ceil(N / 256) counters, zero (each launch leaves them so).
-inline void launch_gemv(const bf16* x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K,
-                        int64_t N, int splits, cudaStream_t s) {
+template <class X>
+void launch_gemv(X x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N,
+                 int splits, cudaStream_t s) {
     const dim3 grid(unsigned((N + kGemvCols - 1) / kGemvCols), unsigned(splits));
     if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
     else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
