@@ -240,13 +240,17 @@ static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows
 
 // A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster. The
 // down projection's GEMV takes its x as the SwiGLU of `gate_up` (XSwiglu); cuBLAS reads D.act.
+// `rope`: the Q|K|V GEMV rotates and stores its row itself (RopeToCache) and returns no Parts.
 static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N,
-                     const Parts* gate_up = nullptr) {
+                     const Parts* gate_up = nullptr, const RopeToCache* rope = nullptr) {
     if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
     const int splits = gemv_splits(D.r.batch, K, N, D.sms);
     float* y = D.gemv_y[p == kPGateUp];
-    if (gate_up) launch_gemv(XSwiglu{gate_up->p, K}, W, D.planes, y, D.gemv_done, D.r.batch, K, N, splits, D.s);
-    else launch_gemv(XRows{A, K}, W, D.planes, y, D.gemv_done, D.r.batch, K, N, splits, D.s);
+    const YStore store{y, N};
+    const int64_t B = D.r.batch;
+    if (rope) launch_gemv(XRows{A, K}, W, D.planes, *rope, D.gemv_done, B, K, N, splits, D.s);
+    else if (gate_up) launch_gemv(XSwiglu{gate_up->p, K}, W, D.planes, store, D.gemv_done, B, K, N, splits, D.s);
+    else launch_gemv(XRows{A, K}, W, D.planes, store, D.gemv_done, B, K, N, splits, D.s);
     return {y, N};
 }
 
@@ -329,10 +333,17 @@ static void decode_step(Decoder& D) {
     for (int64_t l = 0; l < m.layers; ++l) {
         const LayerWeights& w = D.layer[l];
         D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });
-        Parts qkv;
-        D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
-        D.k("rope + cache",
-            [&] { ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{}); });
+        if (D.blas_for[kPQkv]) {
+            Parts qkv;
+            D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
+            D.k("rope + cache", [&] {
+                ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{});
+            });
+        } else {
+            const RopeToCache rope{D.q, D.kv(int(l)), D.st.len, int(m.heads)};
+            D.k("qkv proj (RoPE and cache on the way out)",
+                [&] { project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv(), nullptr, &rope); });
+        }
         for_hd(m.hd(), [&](auto hd) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {

@@ -4,7 +4,8 @@
 // left of the ridge): every lane loads 16 bytes (8 columns) of a row of W, a warp 512 contiguous
 // bytes, and the grid is split over K as well as N so that enough loads are in flight to cover
 // DRAM latency on every SM. Each split writes its own fp32 plane of partial sums; the last block
-// of a column tile to finish (a counter per tile) adds the tile's planes in split order into y:
+// of a column tile to finish (a counter per tile) adds the tile's planes in split order and hands
+// each finished row to an epilogue (into y, or the Q|K|V projection's RoPE and cache writes):
 // one kernel, no atomics on the data, the same bits every run, and the counters left at zero for
 // the next launch (or the next replay of the graph).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
@@ -29,6 +30,16 @@ struct XRows {
         return __bfloat162float(x[size_t(b) * K + k]);
     }
 };
+// What the last block does with a finished row of its tile (row[t]: column c = tile * 256 + t of
+// sequence b; the whole tile's row is in shared memory, so an epilogue may pair columns of one head):
+// store it to y, or (paged_cache.cuh, RopeToCache) rotate it and put it into the cache.
+struct YStore {
+    float* y;
+    int64_t N;
+    __device__ __forceinline__ void operator()(int64_t b, int64_t c, int t, const float* row) const {
+        y[size_t(b) * N + c] = row[t];
+    }
+};
 struct XSwiglu {
     const float* gate_up;  // [b][2 mlp]: gate in columns 0..mlp-1, up in mlp..2 mlp-1
     int64_t mlp;
@@ -40,10 +51,11 @@ struct XSwiglu {
 
 // planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n], BT rows of x at a
 // time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
-template <int BT, class X>
+template <int BT, class X, class E>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemvSplitK(X x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N) {
+    gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
+    __shared__ float row[kGemvCols];
     __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t col = int64_t(blockIdx.x) * kGemvCols + lane * 8;
@@ -92,11 +104,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     __syncthreads();
     if (!last) return;
     const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
-    if (c >= N) return;
     for (int64_t b = 0; b < B; ++b) {
         float sum = 0.0f;
-        for (unsigned sp = 0; sp < gridDim.y; ++sp) sum += __ldcg(planes + (size_t(sp) * B + b) * N + c);
-        y[size_t(b) * N + c] = sum;
+        if (c < N)
+            for (unsigned sp = 0; sp < gridDim.y; ++sp) sum += __ldcg(planes + (size_t(sp) * B + b) * N + c);
+        row[threadIdx.x] = sum;
+        __syncthreads();
+        if (c < N) epilogue(b, c, int(threadIdx.x), row);
+        __syncthreads();
     }
 }
 
@@ -111,12 +126,12 @@ inline int gemv_splits(int64_t B, int64_t K, int64_t N, int sms, int per_sm = 4)
 }
 
 // done: ceil(N / 256) counters, zero (each launch leaves them so).
-template <class X>
-void launch_gemv(X x, const bf16* W, float* planes, float* y, unsigned* done, int64_t B, int64_t K, int64_t N,
+template <class X, class E>
+void launch_gemv(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N,
                  int splits, cudaStream_t s) {
     const dim3 grid(unsigned((N + kGemvCols - 1) / kGemvCols), unsigned(splits));
-    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
-    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
-    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, y, done, B, K, N);
+    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
+    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
+    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
     CUDA_CHECK_LAUNCH();
 }

@@ -23,6 +23,13 @@ struct PagedKv {
     }
 };
 
+// The rotation of pair (i, i + hd/2) at position pos: angle pos * base^(-2i/hd). sincosf reduces
+// large angles exactly (no --use_fast_math).
+__device__ __forceinline__ void rope_angle(int pos, int i, int hd, float& s, float& c) {
+    const float inv_freq = exp2f(-float(2 * i) / float(hd) * float(log2(kRopeBase)));
+    sincosf(float(pos) * inv_freq, &s, &c);
+}
+
 // Prefill by lesson 21's rung 6 (prefill_attention.cuh): Q, K, V again, head-major
 // ([batch x heads][seq][hd]), K and V repeated for every query head of their group, and rung 6's output.
 struct HeadMajor {
@@ -59,10 +66,8 @@ __global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16*
                 for (int h = g * hm.group; h < (g + 1) * hm.group; ++h) head_major(hm.v, h, v[i], v[i + half]);
             continue;
         }
-        // angle = pos * base^(-2i/hd); sincosf reduces large angles exactly (no --use_fast_math).
-        const float inv_freq = exp2f(-float(2 * i) / float(kv.hd) * float(log2(kRopeBase)));
         float s, c;
-        sincosf(float(pos) * inv_freq, &s, &c);
+        rope_angle(pos, i, kv.hd, s, c);
         const bf16 y0 = __float2bfloat16_rn(x0 * c - x1 * s), y1 = __float2bfloat16_rn(x0 * s + x1 * c);
         bf16* dst = slot < heads ? q + (size_t(r) * heads + slot) * kv.hd : kv.at(b, 0, slot - heads, pos);
         dst[i] = y0;
@@ -73,3 +78,25 @@ __global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16*
             for (int h = (slot - heads) * hm.group; h < (slot - heads + 1) * hm.group; ++h) head_major(hm.k, h, y0, y1);
     }
 }
+
+// Decode's Q|K|V GEMV epilogue (kernels/gemv.cuh): ropeToCache's work on the finished row, done by
+// the GEMV's last block instead of a kernel of its own (a tile of 256 columns holds whole heads).
+struct RopeToCache {
+    bf16* q;  // [batch][heads][hd]
+    PagedKv kv;
+    const int* len;  // the position of each sequence's new token
+    int heads;
+    __device__ __forceinline__ void operator()(int64_t b, int64_t c, int t, const float* row) const {
+        const int hd = kv.hd, half = hd / 2, slot = int(c / hd), i = int(c % hd), pos = len[b];
+        if (slot >= heads + kv.kv_heads) {  // V: as it is
+            kv.at(int(b), 1, slot - heads - kv.kv_heads, pos)[i] = __float2bfloat16_rn(row[t]);
+            return;
+        }
+        float s, co;
+        rope_angle(pos, i % half, hd, s, co);
+        const float x0 = i < half ? row[t] : row[t - half], x1 = i < half ? row[t + half] : row[t];
+        const float y = i < half ? x0 * co - x1 * s : x0 * s + x1 * co;
+        bf16* dst = slot < heads ? q + (size_t(b) * heads + slot) * hd : kv.at(int(b), 0, slot - heads, pos);
+        dst[i] = __float2bfloat16_rn(y);
+    }
+};
