@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "../21_flash_attention/kernels/6_fused_mma.cuh"
+#include "21_flash_attention/kernels/6_fused_mma.cuh"
 #include "common/gpu_class.h"
 #include "common/needs.h"
 #include "kernels/paged_cache.cuh"

@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "../20_tensor_core_gemm/kernels/9_wgmma_pipelined.cuh"
+#include "20_tensor_core_gemm/kernels/9_wgmma_pipelined.cuh"
 #include "common/check.h"
 #include "common/needs.h"
 #include "common/tensor_map.h"

@@ -13,14 +13,15 @@
 constexpr int kNormThreads = 256;
 
 // One block per row r of x (rows of d floats). add.p == nullptr: nothing to add (after the
-// embedding). The normalized row goes to out row `orow(r)`: rows of sequence b = r / seq_rows
-// at positions t >= keep_from are kept (the LM head needs only those), the others are not written.
+// embedding). Row r is sequence b = r / seq_rows at position t = r % seq_rows; its normalized row
+// goes to row b * (seq_rows - keep_from) + t - keep_from of out where t >= keep_from (the LM head
+// needs only those rows), and nowhere otherwise.
 __global__ void __launch_bounds__(kNormThreads)
     addRmsNorm(float* x, Parts add, const bf16* w, bf16* out, int64_t d, int64_t seq_rows, int64_t keep_from) {
     __shared__ float warp_sums[kNormThreads / 32];
     const int64_t r = blockIdx.x;
     float* xr = x + size_t(r) * d;
-    // EXERCISE 1 BEGIN: add the block's output into row r of x (where add.p is set), then write the row's RMSNorm times w to o
+    // EXERCISE 1 BEGIN: add the block's output into row r of x (where add.p is set), then write its RMSNorm times w to its row of out
     // HINT: x[i] += add.at(r, i) updates the residual stream; then sum of squares, a block reduction, rsqrtf(mean + kNormEps)
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += kNormThreads) {
