@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/report.h"
+#include "kernels/sample.cuh"
 #include "problem.cuh"
 #include "reference.h"
 #include "verify/compare.h"
@@ -41,15 +42,31 @@ inline std::vector<int> sequence(const Outputs& o, const RunSize& r, int64_t voc
     return s;
 }
 
+// Whether the GPU's token `got` is one the rule allows at this CPU row of logits, with `slack` (the
+// logits' tolerance) in its favour: greedy, the largest logit; top-k, fewer than k logits above it;
+// top-p, less than p of the probability on the logits above it.
+inline bool allowed(const double* row, int64_t vocab, int64_t got, const SampleRule& rule, double slack) {
+    if (got < 0 || got >= vocab) return false;
+    const double x = row[got] + slack, best = *std::max_element(row, row + vocab);
+    if (rule.kind == Sample::Greedy) return x >= best;
+    int64_t above = 0;
+    double mass = 0, total = 0;
+    for (int64_t i = 0; i < vocab; ++i) {
+        const double p = std::exp(row[i] - best);
+        total += p;
+        if (row[i] > x) above += 1, mass += p;
+    }
+    return rule.kind == Sample::TopK ? above < rule.top_k : mass < double(rule.top_p) * total;
+}
+
 // The whole model on the CPU, each sequence fed the GPU's tokens: prefill's logits at every prompt
-// position, every step's logits, and the greedy tokens (a token may differ only where the CPU's
-// two best logits are closer than the logits' tolerance: a tie at bf16 precision, counted in a note).
+// position, every step's logits, and the tokens: each one the rule allows at the CPU's logits (a
+// greedy token may differ from the CPU's argmax only where the two are a bf16 tie apart).
 inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSize& r, uint64_t seed, const Outputs& o,
-                              bool greedy) {
+                              const SampleRule& rule) {
     const ref::Model M = ref::model(m, seed);
     std::vector<double> want_prefill, want_steps(o.steps.size());
     std::vector<int> want_token(o.history.size());
-    int ties = 0;
     for (int64_t b = 0; b < r.batch; ++b) {
         const std::vector<double> lg = ref::logits(M, sequence(o, r, m.vocab, b), 0);
         want_prefill.insert(want_prefill.end(), lg.begin(), lg.begin() + r.prompt * m.vocab);
@@ -58,21 +75,18 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
             const double* row = lg.data() + (r.prompt - 1 + t) * m.vocab;
             std::copy(row, row + m.vocab, want_steps.begin() + (t * r.batch + b) * m.vocab);
             const int64_t best = std::max_element(row, row + m.vocab) - row, got = o.history[size_t(t * r.batch + b)];
-            const bool tie =
-                got >= 0 && got < m.vocab && row[best] - row[got] <= kLogitTol * (std::fabs(row[best]) + rms);
-            want_token[size_t(t * r.batch + b)] = int(tie ? got : best);
-            ties += tie && got != best;
+            const bool ok = allowed(row, m.vocab, got, rule, kLogitTol * (std::fabs(row[best]) + rms));
+            want_token[size_t(t * r.batch + b)] = int(ok ? got : rule.kind == Sample::Greedy ? best : -1);
         }
     }
     report.check(verify::compare(o.prefill.data(), want_prefill.data(), uint64_t(want_prefill.size()), kLogitTol,
                                  "prefill logits, every prompt position, vs CPU (double)"));
     report.check(verify::compare(o.steps.data(), want_steps.data(), uint64_t(want_steps.size()), kLogitTol,
                                  "decode logits, every step, vs CPU (double)"));
-    if (!greedy) return;
+    const char* what[] = {"greedy tokens vs CPU argmax (bf16 ties allowed)", "top-k tokens among the CPU's top k",
+                          "top-p tokens inside the CPU's nucleus"};
     report.check(verify::check_exact(
-        o.history.data(), uint64_t(o.history.size()), [&](uint64_t i) { return want_token[i]; },
-        "greedy tokens vs CPU argmax"));
-    if (ties) report.note(std::to_string(ties) + " greedy token(s) differ from the CPU's within a bf16 tie");
+        o.history.data(), uint64_t(o.history.size()), [&](uint64_t i) { return want_token[i]; }, what[int(rule.kind)]));
 }
 
 // One sampled layer of the first prefill against the CPU: its update to the residual stream

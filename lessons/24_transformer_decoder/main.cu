@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
 
     // 9. Verify: against the CPU (the whole model, or one layer), and decode against prefill.
     lesson::HostTimer cpu;
-    if (whole_on_cpu) check_whole_model(report, m, r, seed, out, D.rule.kind == Sample::Greedy);
+    if (whole_on_cpu) check_whole_model(report, m, r, seed, out, D.rule);
     else check_one_layer(report, m, r, seed, check_layer, out);
     report.cpu_reference_ms(cpu.ms(), verify::host_threads());
     check_consistency(report, m, r, out);
