@@ -93,6 +93,7 @@ inline void report_summary(lesson::Report& report, const Work& w, const Link& l,
     report.metric("achieved speedup over (b), best pipelined", seq_pinned_ms / best_ms, "x");
     report.metric("a loader must deliver A and B at", l.h2d_bytes / (best_ms * 1e6), "GB/s");
     report.metric("(d) A and B delivered through the memcpy loader at", l.h2d_bytes / (loader_ms * 1e6), "GB/s");
+    report.metric("(d) streams (the best count of (c))", best_S, "");
     report.note(
         "(a)-(c) timed: transfers and kernels only, inputs staged in pinned memory before, outputs verified "
         "after; (d) also times the loader's memcpy of every chunk, on 1 host thread");

@@ -1,10 +1,11 @@
 // Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
 // Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
 // Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
-//      ./build/bin/matmul_ladder --rung=12   one rung alone (1..12), still checked
+//      ./build/bin/matmul_ladder --rung=15   one rung alone (1..15), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
-// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report.
+// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; buffers.h has
+// its device buffers.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -30,9 +31,13 @@
 #include "verify/parallel.h"
 #include "verify/random.h"
 
+#include "buffers.h"
 #include "kernels/10_register_double_buffer.cuh"
-#include "kernels/11_spread_copies.cuh"
-#include "kernels/12_async_double_buffer.cuh"
+#include "kernels/11_k32_tile.cuh"
+#include "kernels/12_spread_copies.cuh"
+#include "kernels/13_operand_reuse.cuh"
+#include "kernels/14_warp_tiles.cuh"
+#include "kernels/15_async_double_buffer.cuh"
 #include "kernels/1_smem_tiles.cuh"
 #include "kernels/2_reg_tile_1d.cuh"
 #include "kernels/3_reg_tile_2d.cuh"
@@ -56,12 +61,20 @@ struct Rung {
     int smem_bytes;                 // dynamic shared memory per block; 0: static only, under the 48 KB every GPU gives
     const Rung* smaller = nullptr;  // the same rung with less shared memory, run where this one does not fit
 };
-// Rungs 8 and 11 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328 bytes
-// (a Turing GPU gives 65,536). rung8::tiles_text names rung 11's tiles too: its WarpTiling has the same fields.
-static const Rung kRung8Smaller{"8 warp tiles + cp.async (" + rung8::tiles_text<rung8::Smaller>() + ")",
-                                rung8::launch<rung8::Smaller>, rung8::Smaller::kSmemBytes};
-static const Rung kRung11Smaller{"11 k16 tile, copies spread over FFMA (" + rung8::tiles_text<rung11::Smaller>() + ")",
-                                 rung11::launch<rung11::Smaller>, rung11::Smaller::kSmemBytes};
+// Rungs 8 and 11-13 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328
+// bytes (a Turing GPU gives 65,536). rung8::tiles_text names the others' tiles too: their WarpTiling has its fields.
+template <class Cfg>
+static std::string smaller_name(const char* name) {
+    return std::string(name) + " (" + rung8::tiles_text<Cfg>() + ")";
+}
+static const Rung kRung8Smaller{smaller_name<rung8::Smaller>("8 warp tiles + cp.async"), rung8::launch<rung8::Smaller>,
+                                rung8::Smaller::kSmemBytes};
+static const Rung kRung11Smaller{smaller_name<rung11::Smaller>("11 k16 tile"), rung11::launch<rung11::Smaller>,
+                                 rung11::Smaller::kSmemBytes};
+static const Rung kRung12Smaller{smaller_name<rung12::Smaller>("12 k16 tile, copies spread over FFMA"),
+                                 rung12::launch<rung12::Smaller>, rung12::Smaller::kSmemBytes};
+static const Rung kRung13Smaller{smaller_name<rung13::Smaller>("13 k16 tile, FFMA order reusing operands"),
+                                 rung13::launch<rung13::Smaller>, rung13::Smaller::kSmemBytes};
 static const Rung kLadder[] = {
     {"1 shared-memory tiles 32x32", rung1::launch, 0},
     {"2 1D register tile 8x1", rung2::launch, 0},
@@ -73,9 +86,11 @@ static const Rung kLadder[] = {
     {"8 warp tiles + cp.async", rung8::launch<rung8::Default>, rung8::Default::kSmemBytes, &kRung8Smaller},
     {"9 128x256 tile, 8x16 per thread", rung9::launch, 0},
     {"10 register double buffering", rung10::launch, 0},
-    {"11 k32 tile, copies spread over FFMA", rung11::launch<rung11::Default>, rung11::Default::kSmemBytes,
-     &kRung11Smaller},
-    {"12 rung 10's schedule, cp.async copies", rung12::launch, 0},
+    {"11 k32 tile, 2 stages", rung11::launch<rung11::Default>, rung11::Default::kSmemBytes, &kRung11Smaller},
+    {"12 copies spread over FFMA", rung12::launch<rung12::Default>, rung12::Default::kSmemBytes, &kRung12Smaller},
+    {"13 FFMA order reusing operands", rung13::launch<rung13::Default>, rung13::Default::kSmemBytes, &kRung13Smaller},
+    {"14 rung 10's schedule, warp tiles", rung14::launch, 0},
+    {"15 rung 10's schedule, cp.async copies", rung15::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -89,34 +104,6 @@ static const std::vector<Rung> kSweep = rung8_sweep(rung8::SweepTiles{});
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (docs/lesson-contract.md)
-
-// Fills h_A and h_B at random (seeds seed and seed + 1) and copies them to the device, with room for C there.
-static Gemm upload(const Shape& s, uint64_t seed, std::vector<float>& h_A, std::vector<float>& h_B) {
-    verify::fill_uniform(h_A.data(), h_A.size(), seed);
-    verify::fill_uniform(h_B.data(), h_B.size(), seed + 1);
-    float *d_A = nullptr, *d_B = nullptr, *d_C = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_A, s.a() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_B, s.b() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&d_C, s.c() * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(d_A, h_A.data(), s.a() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_B, h_B.data(), s.b() * sizeof(float), cudaMemcpyHostToDevice));
-    return {s.M, s.N, s.K, d_A, d_B, d_C};
-}
-static void free_gemm(const Gemm& g) {  // A and B are const in Gemm (the kernels only read them)
-    CUDA_CHECK(cudaFree(const_cast<float*>(g.A)));
-    CUDA_CHECK(cudaFree(const_cast<float*>(g.B)));
-    CUDA_CHECK(cudaFree(g.C));
-}
-
-// Poison C (0xFF bytes are NaN), run once, copy C back: that copy is what gets verified.
-template <class Launch>
-static void run_once(Launch launch, const Gemm& g, float* h_C) {
-    const size_t bytes = size_t(g.M) * g.N * sizeof(float);
-    CUDA_CHECK(cudaMemset(g.C, 0xFF, bytes));
-    launch();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemcpy(h_C, g.C, bytes, cudaMemcpyDeviceToHost));
-}
 
 // Part 1, one shape: cuBLAS and the chosen rungs against the double-precision CPU reference, every element.
 // Returns the reference's time. --inject-fault (inject) corrupts the last result checked.
@@ -139,15 +126,15 @@ static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle,
     return cpu_ms;
 }
 
-// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 8, 11 and 12 copy with cp.async where
-// the image has it (sm_80 on) and with plain loads and stores below it, so they need nothing more.
+// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 8, 11-13 and 15 copy with cp.async
+// where the image has it (sm_80 on) and with plain loads and stores below it, so they need nothing more.
 static lesson::Needs needs(const Rung& r) {
     lesson::Needs n;
     n.smem = size_t(r.smem_bytes);
     return n;
 }
 
-// The ladder to run: every rung, or --rung=N alone. The Gate runs each or prints why not; rungs 8 and 11 run their
+// The ladder to run: every rung, or --rung=N alone. The Gate runs each or prints why not; rungs 8 and 11-13 run their
 // smaller configuration where the default's does not fit. A rung that does not run is never launched, so no
 // cudaFuncSetAttribute asks for more shared memory than the GPU gives.
 static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, lesson::Report& report) {
@@ -174,8 +161,9 @@ int main(int argc, char** argv) {
     lesson::CommonOptions opt;
     int64_t n = 4096, m = 4096, k = 4096, rung = 0;
     bool sweep = false;
-    lesson::Cli cli("matmul_ladder",
-                    "SGEMM C = A*B (fp32, row-major): twelve hand-written rungs against cuBLAS on an M x N x K shape.");
+    lesson::Cli cli(
+        "matmul_ladder",
+        "SGEMM C = A*B (fp32, row-major): fifteen hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);

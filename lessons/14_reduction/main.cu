@@ -1,4 +1,4 @@
-// Lesson 14 of the course (00-23): reduction, a ladder of eleven kernels against CUB.
+// Lesson 14 of the course (00-23): reduction, a ladder of eleven kernels and a CUB side variant, against CUB.
 // Before: lesson 13 (13_matmul_ladder). Next: lesson 15 (15_scan).
 // Run: ./build/bin/reduction [--quick]   (--help lists every flag; README.md is the handout)
 //
@@ -14,6 +14,7 @@
 //   9 float4           16-byte loads, one in flight per thread
 //  10 float4 x4        four 16-byte loads in flight, four accumulators
 //  11 last block       the finish inside the kernel: the last block to take a ticket adds the partials
+//  12 cub::BlockReduce a side variant of rung 10: CUB's block primitive in place of blockReduce()
 // Rungs 1-7 reduce n values to one per block; run_rung() launches passes until one
 // value is left. cub::DeviceReduce::Sum on the same floats is the yardstick (--rung=N runs
 // one rung beside it). Every sum is checked against a compensated double sum on the CPU,
@@ -45,6 +46,7 @@
 
 #include "kernels/10_float4_unrolled.cuh"
 #include "kernels/11_last_block.cuh"
+#include "kernels/12_cub_block_reduce.cuh"
 #include "kernels/1_interleaved.cuh"
 #include "kernels/2_strided_index.cuh"
 #include "kernels/3_sequential.cuh"
@@ -81,9 +83,11 @@ static const Rung kRungs[] = {
      rung10::kThreads},
     {"11 float4 x4, last block finishes", rung11::launch<float, float>,
      (const void*)rung11::reduceLastBlock<float, float>, rung11::kThreads},
+    {"12 side: rung 10 with cub::BlockReduce", rung12::launch<float, float>,
+     (const void*)rung12::reduceVec4<float, float>, rung12::kThreads},
 };
 constexpr int kRungCount = int(sizeof(kRungs) / sizeof(kRungs[0]));
-constexpr int kRung10 = 9, kRung11 = 10;  // their places in kRungs
+constexpr int kRung10 = 9, kRung11 = 10, kRungCub = 11;  // their places in kRungs; kRungCub: the side variant
 // --rung=R runs rung R alone (0: every rung); k is a place in kRungs.
 static bool selected(int64_t rung_only, int k) { return rung_only == 0 || rung_only == k + 1; }
 // The multi-pass work buffers are sized for one block width.
@@ -95,7 +99,7 @@ static_assert(rung1::kThreads == rung2::kThreads && rung2::kThreads == rung3::kT
 constexpr int64_t kMaxN = int64_t(1) << 36;
 
 // Runs one rung to the end: each launcher call reduces `count` values to
-// p.values (one per block for rungs 1-7, one for rungs 8-11); the multi-pass
+// p.values (one per block for rungs 1-7, one for rungs 8-12); the multi-pass
 // rungs go round this loop, ping-ponging between the work buffers, until one
 // value is left. Returns where the sum is and the depth of the whole summation
 // tree (the depths of the passes add up: a partial of pass 1 is an input of pass 2).
@@ -125,34 +129,9 @@ static std::string size_text(int64_t n) {
     return std::to_string(n);
 }
 
-template <class T>
-static T copy_out(const T* d_value) {
-    T h = 0;
-    CUDA_CHECK(cudaMemcpy(&h, d_value, sizeof(T), cudaMemcpyDeviceToHost));  // waits for the kernels
-    return h;
-}
-
-// The device buffers, allocated in main() once for every rung: the inputs, the two work
-// buffers of the multi-pass rungs, the per-block partials (float and int64) and the ticket
-// counter of rung 11, the results.
-struct Buffers {
-    float *d_in = nullptr, *d_a = nullptr, *d_b = nullptr, *d_partials = nullptr, *d_cub_sum = nullptr;
-    int* d_ints = nullptr;
-    long long *d_partials64 = nullptr, *d_sum64 = nullptr;
-    unsigned* d_counter = nullptr;
-    size_t work_a = 0, work_b = 0;  // values in d_a and d_b
-    unsigned max_grid = 0;          // partials in d_partials and d_partials64
-
-    // Poison what a rung writes (0xFF bytes are NaN).
-    void poison() const {
-        CUDA_CHECK(cudaMemset(d_a, 0xFF, work_a * sizeof(float)));
-        CUDA_CHECK(cudaMemset(d_b, 0xFF, work_b * sizeof(float)));
-        CUDA_CHECK(cudaMemset(d_partials, 0xFF, max_grid * sizeof(float)));
-    }
-};
-
-// The steps of main() that have files of their own: 1. occupancy, 6-8. the checks after the
-// ladder, and the summary. They use the table, run_rung() and the buffers above.
+// The steps of main() that have files of their own: the device buffers, 1. occupancy, 6-8. the
+// checks after the ladder, and the summary. They use the table and run_rung() above.
+#include "buffers.cuh"
 #include "checks.cuh"
 #include "occupancy.cuh"
 #include "summary.cuh"
@@ -188,7 +167,8 @@ int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = int64_t(1) << 28, rung_only = 0;
-    lesson::Cli cli("reduction", "Sums n floats with a ladder of eleven kernels, against cub::DeviceReduce::Sum.");
+    lesson::Cli cli("reduction",
+                    "Sums n floats with eleven kernels and a CUB side variant, against cub::DeviceReduce::Sum.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, kMaxN, "values to sum", int64_t(1) << 20);
     cli.add_int("rung", &rung_only, 0, kRungCount, "run and check one rung alone (0 = all rungs)");

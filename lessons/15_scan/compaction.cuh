@@ -1,7 +1,7 @@
 // Lesson 15 of the course (scan), part 2: stream compaction of part 1's int32 input, built on
-// rung 5 (kernels/compact.cuh: flags, exclusive scan, scatter), against cub::DeviceSelect::If.
+// rung 6 (kernels/compact.cuh: flags, exclusive scan, scatter), against cub::DeviceSelect::If.
 // Before: part 1, the int32 ladder (main.cu). Next: part 3, the float scans (floats.cuh).
-// Run: ./build/bin/scan --rung=5 --threshold=500   (README.md is the handout)
+// Run: ./build/bin/scan --rung=6 --threshold=500   (README.md is the handout)
 #pragma once
 #include <cub/cub.cuh>
 

@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), part 3: the float scans. Rungs 4 and 5 (the whole array) and
+// Lesson 15 of the course (scan), part 3: the float scans. Rungs 4-7 (the whole array) and
 // CUB on random floats, each element within the rounding bound of its order of additions, then
 // on exactly summable floats (1 and 2), each element the int scan's bits.
 // Before: parts 1 and 2, int32 (main.cu, compaction.cuh). Next: the summary (summary.cuh).
@@ -33,7 +33,7 @@ static double run_float_scans(lesson::Report& report, void* d_work, size_t work_
     CUDA_CHECK(cudaMalloc(&d_out, bytes));
     CUDA_CHECK(cudaMemcpy(d_in, h_in.data(), bytes, cudaMemcpyHostToDevice));
     // CUB: tiles of at least 1024 items (128 threads x 8 or more on sm_70-sm_90), so at most
-    // 64 + 3 * n / 1024 roundings per input by the same count as rung 5's.
+    // 64 + 3 * n / 1024 roundings per input by the same count as rung 6's.
     const uint64_t cub_depth = 64 + 3 * ((N + 1023) / 1024);
     run_ladder<float>(
         "float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, rung, int(opt.repeat), timed,

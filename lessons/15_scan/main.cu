@@ -9,11 +9,12 @@
 //   2 Blelloch         the same tiles: 22 steps, 4094 additions (work-efficient)
 //   3 Blelloch padded  rung 2 with a conflict-free shared-memory index
 //   4 three-phase      scan tiles, scan the tile sums, add them back: 4n of traffic
-//   5 single-pass      decoupled look-back: read n, write n, one kernel, rung 4's tile shape
-//   6 narrow tile      the same on 128 threads x 32 elements instead of 256 x 16
+//   5 reduce-then-scan sum tiles, scan the tile sums, scan tiles from them: 3n
+//   6 single-pass      decoupled look-back: read n, write n, one kernel, rung 4's tile shape
+//   7 narrow tile      the same on 128 threads x 32 elements instead of 256 x 16
 //   cub::DeviceScan    the yardstick, on the same data
 // then stream compaction (flags, exclusive scan, scatter) against cub::DeviceSelect::If
-// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4-6 and CUB
+// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4-7 and CUB
 // scan the whole array, int32 and float (floats.cuh). Every element of every result is checked
 // against a CPU reference (verify/scan.h): ints exactly, floats within the worst-case rounding
 // error of the rung's order of additions, and floats once more on integer values (1 and 2, at
@@ -43,8 +44,9 @@
 #include "kernels/2_blelloch.cuh"
 #include "kernels/3_blelloch_padded.cuh"
 #include "kernels/4_three_phase.cuh"
-#include "kernels/5_single_pass.cuh"
-#include "kernels/6_single_pass_narrow.cuh"
+#include "kernels/5_reduce_then_scan.cuh"
+#include "kernels/6_single_pass.cuh"
+#include "kernels/7_single_pass_narrow.cuh"
 #include "kernels/compact.cuh"
 
 template <class T>
@@ -69,9 +71,11 @@ static const Rung kRungs[] = {
      blelloch_padded::scan<unsigned>, nullptr, nullptr},
     {"4 three-phase", 0, three_phase::workspace_bytes, three_phase::scan<unsigned>, three_phase::scan<float>,
      three_phase::rounding_depth},
-    {"5 single-pass look-back", 0, single_pass::workspace_bytes, single_pass::scan<unsigned>, single_pass::scan<float>,
+    {"5 reduce-then-scan", 0, reduce_then_scan::workspace_bytes, reduce_then_scan::scan<unsigned>,
+     reduce_then_scan::scan<float>, reduce_then_scan::rounding_depth},
+    {"6 single-pass look-back", 0, single_pass::workspace_bytes, single_pass::scan<unsigned>, single_pass::scan<float>,
      single_pass::rounding_depth},
-    {"6 look-back, 128 x 32 tile", 0, single_pass_narrow::workspace_bytes, single_pass_narrow::scan<unsigned>,
+    {"7 look-back, 128 x 32 tile", 0, single_pass_narrow::workspace_bytes, single_pass_narrow::scan<unsigned>,
      single_pass_narrow::scan<float>, single_pass_narrow::rounding_depth},
 };
 constexpr int kRungCount = sizeof(kRungs) / sizeof(kRungs[0]);
@@ -185,14 +189,14 @@ int main(int argc, char** argv) {
                     "cub::DeviceScan, then stream compaction against cub::DeviceSelect::If.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, (int64_t(1) << 32) - 1, "elements to scan (positions are 32-bit)", int64_t(1) << 20);
-    cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0: all; compaction runs with 0 and 5)");
+    cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0: all; compaction runs with 0 and 6)");
     cli.add_int("threshold", &threshold, -1001, 1000,
                 "compaction keeps the elements > threshold (inputs: -1000..1000)");
     cli.parse_or_exit(argc, argv);
 
     const size_t N = static_cast<size_t>(n), bytes = N * 4;
     const std::string size_flag = "--n=" + std::to_string(n);
-    const bool floats = rung == 0 || rung >= 4, compaction = rung == 0 || rung == 5;
+    const bool floats = rung == 0 || rung >= 4, compaction = rung == 0 || rung == 6;
     const size_t n_exact = std::min<size_t>(N, verify::kExactFloatMaxN);  // Part 3's exact float scans
     // Host: input and references (12n bytes pageable) and one pinned output (4n) at a time.
     lesson::require_host_memory(4 * bytes, "pageable and pinned", size_flag);
@@ -265,7 +269,7 @@ int main(int argc, char** argv) {
         verify::host_vector<int32_t>().swap(h_tile_ref);
     }
 
-    // ---- Part 3: float, rungs 4-6 (the whole array) and CUB (floats.cuh).
+    // ---- Part 3: float, rungs 4-7 (the whole array) and CUB (floats.cuh).
     if (floats) cpu_ms += run_float_scans(report, d_work, work_bytes, h_out, N, opt, int(rung), timed);
     CUDA_CHECK(cudaFree(d_work));
     CUDA_CHECK(cudaFreeHost(h_out));

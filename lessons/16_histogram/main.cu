@@ -15,9 +15,13 @@
 //   5 grid-stride      rung 4 with a grid of one wave of blocks walking the input
 //   6 lane copies      rung 5 with a copy of the histogram per lane: no two
 //                      lanes of a warp ever hit one counter or one bank
-// cub::DeviceHistogram::HistogramEven on the same bytes is the yardstick. Every
-// bin of every run is compared exactly with a CPU histogram, and the bins must
-// add up to n. The checks: checks.h; the report: summary.cuh. See README.md.
+// cub::DeviceHistogram::HistogramEven on the same bytes is the yardstick. Part 2
+// (wide.cuh) has more bins than one block's shared memory holds, on keys of its own:
+//   7 cluster DSM      a thread-block cluster holds the bins, a slice per block,
+//                      and adds to the owner's slice through distributed shared
+//                      memory (compute capability 9.0; elsewhere it says why not)
+// Every bin of every run is compared exactly with a CPU histogram, and the bins
+// must add up to n. The checks: checks.h; the report: summary.cuh. See README.md.
 //
 // Lesson 16 of the course: lessons 14 and 15 (reduction, scan) combined values
 // in a fixed pattern; here each byte's destination depends on its value, so
@@ -84,17 +88,19 @@ constexpr int kLevels = kBins + 1, kLower = 0, kUpper = kBins;
 
 #include "checks.h"
 #include "summary.cuh"
+#include "wide.cuh"
 
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
-    int64_t n = int64_t(1) << 28, rung = 0;
+    int64_t n = int64_t(1) << 28, rung = 0, bins = int64_t(1) << 17;
     std::string input_flag = "both";
     lesson::Cli cli("histogram",
                     "256-bin histogram of n bytes, skewed and uniform inputs: a ladder of atomics, against CUB.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, kMaxN, "bytes per input (a bin is a uint32 and may have to hold all n)", int64_t(1) << 20);
-    cli.add_int("rung", &rung, 0, kRungCount, "run and check one rung alone (0 = all rungs)");
+    cli.add_int("rung", &rung, 0, kRungCount + 1, "run and check one rung alone (0 = all rungs; 7: part 2 alone)");
+    cli.add_int("bins", &bins, 1, int64_t(1) << 19, "part 2 (rung 7): bins of its 4-byte keys, past one block's");
     cli.add_string("input", &input_flag, "which input: both, skewed or uniform (one alone is handy under a profiler)");
     cli.parse_or_exit(argc, argv);
     require_input_flag(input_flag);
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     lesson::require_device_memory(N + kHistBytes, size_flag);
 
+    const bool bytes_part = rung <= kRungCount, wide_part = rung == 0 || rung == kRungCount + 1;
     lesson::Report report("16_histogram");
     report.device(prop);
     report.config_from(cli);  // every flag as parsed: n, rung, input, repeat, seed, ...
@@ -139,7 +146,7 @@ int main(int argc, char** argv) {
     double cpu_ms = 0, cub_ms[kInputCount] = {}, ms[kInputCount][kRungCount] = {};
     bool injected = false;
     for (int which = 0; which < kInputCount; ++which) {
-        if (!selected(input_flag, which)) continue;
+        if (!bytes_part || !selected(input_flag, which)) continue;
         const std::string input = kInputs[which].name;
         // 2. Make the input, count it on the CPU, copy it to the GPU.
         kInputs[which].fill(h_in.data(), N, uint64_t(opt.seed) + uint64_t(which));
@@ -196,14 +203,18 @@ int main(int argc, char** argv) {
             report.check(check_runs(h_hist, h_timed, ref, N, input + ", rung " + r.name));
         }
     }
-    report.cpu_reference_ms(cpu_ms, verify::host_threads());
-
     // 5. Free device memory.
     CUDA_CHECK(cudaFree(d_temp));
     CUDA_CHECK(cudaFree(d_hist));
     CUDA_CHECK(cudaFree(d_in));
 
+    // 6. Part 2, rung 7, where this GPU has clusters (wide.cuh).
+    lesson::Gate gate(report);
+    if (wide_part) cpu_ms += run_wide(report, gate, prop, opt, N, unsigned(bins), !bytes_part);
+    if (!bytes_part && gate.none_ran()) return report.skip(gate.reason(), opt.json);
+    report.cpu_reference_ms(cpu_ms, verify::host_threads());
+
     // Report: GB/s against the DRAM bound and against CUB, contention, occupancy (summary.cuh).
-    report_histogram(report, prop, opt, cli, n, input_flag, cub_ms, ms);
+    if (bytes_part) report_histogram(report, prop, opt, cli, n, input_flag, cub_ms, ms);
     return report.finish(opt.json);
 }

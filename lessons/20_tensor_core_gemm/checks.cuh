@@ -1,6 +1,6 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): the checks against the CPU. Part 1:
 // cuBLAS and every rung that fits each small shape, every element against the double-precision
-// reference. Part 1b: the persistent rungs 8 and 9 with several pieces per cluster. main.cu
+// reference. Part 1b: the persistent rungs 10 and 11 with several pieces per cluster. main.cu
 // runs them before the timed shapes (which it checks against cuBLAS).
 // Run: ./build/bin/tensor_core_gemm --quick   (README.md is the handout)
 #pragma once
@@ -17,9 +17,9 @@
 #include "verify/matmul.h"
 #include "verify/parallel.h"
 
-#include "kernels/7_cluster_multicast.cuh"
-#include "kernels/8_persistent.cuh"
-#include "kernels/9_wgmma_pipelined.cuh"
+#include "kernels/10_persistent.cuh"
+#include "kernels/11_wgmma_pipelined.cuh"
+#include "kernels/9_cluster_multicast.cuh"
 #include "problem.cuh"
 
 // Part 1: cuBLAS and every rung that fits the shape against the double-precision CPU reference.
@@ -55,19 +55,19 @@ static void check_against_cpu(Context& c, const std::vector<Shape>& checks, bool
     c.report.cpu_reference_ms(cpu_ms, verify::host_threads());  // the first (1024^3) shape, all host cores
 }
 
-// Part 1b: rungs 8 and 9 with several pieces per cluster, unless a timed shape gives them that.
+// Part 1b: rungs 10 and 11 with several pieces per cluster, unless a timed shape gives them that.
 // Their grid is at most one cluster of 2 CTAs (one per SM) per 2 SMs, so (1 + floor(sqrt(SMs)))^2
 // pieces of 256 x 256, more than the SMs, give every cluster two or more: 144 pieces (3072 x 3072)
 // on a 132-SM H100 or H200, for at most 66 clusters. K = 256 is 4 k-tiles a piece: the 4-stage
 // ring is refilled across pieces, and every barrier changes phase. Checked: 2 rows in every 64
-// (every piece, CTA and consumer warpgroup) against the CPU, every element against rung 7 (one
+// (every piece, CTA and consumer warpgroup) against the CPU, every element against rung 9 (one
 // cluster per piece; two fp32 results). Not against cuBLAS: racecheck reports hazards inside the
 // kernels cuBLAS picks for larger GEMMs (lesson 21's handout, at 1024^3), and --quick runs under
-// compute-sanitizer. `rung7` is the ladder's row of rung 7.
-static void check_persistent(Context& c, const std::vector<Shape>& timed, const Rung& rung7) {
+// compute-sanitizer. `rung9` is the ladder's row of rung 9.
+static void check_persistent(Context& c, const std::vector<Shape>& timed, const Rung& rung9) {
     std::vector<const Rung*> persistent;  // the chosen rungs that loop over pieces
     for (const Rung* r : c.ladder)
-        if (r->launch == rung8::launch || r->launch == rung9::launch) persistent.push_back(r);
+        if (r->launch == rung10::launch || r->launch == rung11::launch) persistent.push_back(r);
     const int sms = c.prop.multiProcessorCount;
     const bool timed_has_pieces = std::any_of(
         timed.begin(), timed.end(), [&](const Shape& s) { return (s.M / 256) * (s.N / 256) > sms && s.K >= 256; });
@@ -95,21 +95,21 @@ static void check_persistent(Context& c, const std::vector<Shape>& timed, const 
     CUDA_CHECK(cudaMalloc(&d_ref, s.c() * sizeof(float)));
     std::vector<float> h_ref(s.c()), h_C(s.c());
     const Gemm g = p.gemm(p.d_C, sms);
-    const Gemm g7 = p.gemm(d_ref, sms);
-    const bool rung7_runs = lesson::why_not(rung7.needs, lesson::gpu_limits()).empty();
-    if (rung7_runs) {
-        run_once([&] { rung7::launch(g7); }, d_ref, h_ref.data(), s.c());
-        check_rows(h_ref, rung7.name);
+    const Gemm g9 = p.gemm(d_ref, sms);
+    const bool rung9_runs = lesson::why_not(rung9.needs, lesson::gpu_limits()).empty();
+    if (rung9_runs) {
+        run_once([&] { rung9::launch(g9); }, d_ref, h_ref.data(), s.c());
+        check_rows(h_ref, rung9.name);
     }
     for (const Rung* r : persistent) {
         run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
         check_rows(h_C, r->name);
-        if (rung7_runs)
+        if (rung9_runs)
             c.report.check(verify::compare_two_approximations(
                 h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
-                std::string(r->name) + " vs rung 7, every element (two-sided) of " + s.text()));
+                std::string(r->name) + " vs rung 9, every element (two-sided) of " + s.text()));
     }
-    c.report.note("rungs 8 and 9 checked at " + s.text() + ": " + std::to_string((s.M / 256) * (s.N / 256)) +
+    c.report.note("rungs 10 and 11 checked at " + s.text() + ": " + std::to_string((s.M / 256) * (s.N / 256)) +
                   " pieces of 256 x 256 for at most " + std::to_string(sms / 2) +
                   " clusters of 2 CTAs: two or more pieces per cluster");
     CUDA_CHECK(cudaFree(d_ref));

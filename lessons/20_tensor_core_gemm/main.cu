@@ -3,14 +3,15 @@
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Nine rungs in kernels/N_name.cuh, one file each with its launcher, so that a
-// diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix + cp.async (3),
-// and on Hopper (sm_90a only) wgmma fed by TMA (4), two consumer warpgroups (5), a producer
-// warpgroup (6), a cluster with TMA multicast (7), a persistent grid (8), one wgmma group kept in
-// flight (9). This file is the host side: flags, the rung table, and the parts in order: the
+// the tensor cores. Eleven rungs in kernels/N_name.cuh, one file each with its launcher, so that a
+// diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle and
+// a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory (5),
+// fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
+// multicast (9), a persistent grid (10), one wgmma group kept in flight (11). This file is the host side: flags, the rung table, and the parts in order: the
 // checks against a double-precision CPU reference (checks.cuh: 1024^3 and two more shapes), then
-// at every timed size each rung against cuBLAS (cublasGemmEx, the yardstick) element by element,
-// timed. The problem on the device and cuBLAS's call: problem.cuh.
+// at every timed size each rung against cuBLAS's fp32 C element by element, and all of them timed
+// in turns with cuBLAS in its two configurations (fp32 C and bf16 C; the faster is the
+// yardstick): timed.cuh. The problem on the device and cuBLAS's calls: problem.cuh.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,35 +35,40 @@
 #include "verify/compare.h"
 #include "verify/matmul.h"
 
+#include "kernels/10_persistent.cuh"
+#include "kernels/11_wgmma_pipelined.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
-#include "kernels/4_wgmma_tma.cuh"
-#include "kernels/5_two_warpgroups.cuh"
-#include "kernels/6_warp_specialized.cuh"
-#include "kernels/7_cluster_multicast.cuh"
-#include "kernels/8_persistent.cuh"
-#include "kernels/9_wgmma_pipelined.cuh"
+#include "kernels/4_swizzle_cp_async.cuh"
+#include "kernels/5_wgmma_cp_async.cuh"
+#include "kernels/6_wgmma_tma.cuh"
+#include "kernels/7_two_warpgroups.cuh"
+#include "kernels/8_warp_specialized.cuh"
+#include "kernels/9_cluster_multicast.cuh"
 
 #include "checks.cuh"  // parts 1 and 1b
 #include "problem.cuh"
+#include "timed.cuh"  // part 2
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
-// needs from the GPU (common/needs.h): rungs 1-3 bf16 tensor cores (cc 8.0) in an sm_80 or newer
-// image, rungs 4-9 an sm_90a image on a Hopper GPU (7-9 also clusters); each its dynamic shared
+// needs from the GPU (common/needs.h): rungs 1-4 bf16 tensor cores (cc 8.0) in an sm_80 or newer
+// image, rungs 5-11 an sm_90a image on a Hopper GPU (9-11 also clusters); each its dynamic shared
 // memory per block.
 static lesson::Needs sm80(size_t smem) { return {80, "bf16 WMMA and mma.sync", 800, false, false, smem, ""}; }
 static lesson::Needs sm90a(size_t smem, bool clusters) { return {0, "", 0, true, clusters, smem, ""}; }
 static const Rung kLadder[] = {
     {"1 WMMA from global memory", rung1::launch, 16, 16, 16, sm80(0)},
     {"2 WMMA, shared-memory tiles", rung2::launch, 16, 16, 16, sm80(0)},
-    {"3 mma.sync, ldmatrix, swizzle, cp.async", rung3::launch, 128, 128, 64, sm80(rung3::kSmemBytes)},
-    {"4 wgmma + TMA, 64x128", rung4::launch, 64, 128, 64, sm90a(rung4::kSmemBytes, false)},
-    {"5 128x256, two consumer warpgroups", rung5::launch, 128, 256, 64, sm90a(rung5::kSmemBytes, false)},
-    {"6 producer warpgroup, setmaxnreg", rung6::launch, 128, 256, 64, sm90a(rung6::kSmemBytes, false)},
-    {"7 cluster of 2, B multicast", rung7::launch, 256, 256, 64, sm90a(rung7::kSmemBytes, true)},
-    {"8 persistent, tile scheduler", rung8::launch, 256, 256, 64, sm90a(rung8::kSmemBytes, true)},
-    {"9 one wgmma group in flight", rung9::launch, 256, 256, 64, sm90a(rung9::kSmemBytes, true)},
+    {"3 mma.sync, ldmatrix, padded tiles", rung3::launch, 128, 128, 64, sm80(rung3::kSmemBytes)},
+    {"4 mma.sync, ldmatrix, swizzle, cp.async", rung4::launch, 128, 128, 64, sm80(rung4::kSmemBytes)},
+    {"5 wgmma, cp.async + proxy fence, 64x128", rung5::launch, 64, 128, 64, sm90a(rung5::kSmemBytes, false)},
+    {"6 wgmma + TMA, 64x128", rung6::launch, 64, 128, 64, sm90a(rung6::kSmemBytes, false)},
+    {"7 128x256, two consumer warpgroups", rung7::launch, 128, 256, 64, sm90a(rung7::kSmemBytes, false)},
+    {"8 producer warpgroup, setmaxnreg", rung8::launch, 128, 256, 64, sm90a(rung8::kSmemBytes, false)},
+    {"9 cluster of 2, B multicast", rung9::launch, 256, 256, 64, sm90a(rung9::kSmemBytes, true)},
+    {"10 persistent, tile scheduler", rung10::launch, 256, 256, 64, sm90a(rung10::kSmemBytes, true)},
+    {"11 one wgmma group in flight", rung11::launch, 256, 256, 64, sm90a(rung11::kSmemBytes, true)},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -111,74 +117,13 @@ static void require_fits(const std::vector<Shape>& timed, const std::vector<cons
                                   " == 0 (all rungs: multiples of 256, 256, 64; rungs 1-2 alone: of 16)");
 }
 
-// The best rung of a timed shape (TFLOP/s and name; 0 and "" when none ran).
-struct Best {
-    double tflops = 0;
-    std::string name;
-};
-
-// Part 2, one timed shape: cuBLAS (checked on sampled rows against the CPU), then every rung
-// checked element by element against cuBLAS's C, then timed. Returns the best rung and sets
-// the cuBLAS rate and the note of a shape too small to fill the GPU.
-static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, double& cublas_tflops,
-                       std::string& small) {
-    Problem p{shape};
-    setup(p, c.seed + 100 + 10 * t, c.encode);
-    const Shape& s = p.s;
-    const int sms = c.prop.multiProcessorCount;
-    float* d_ref = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_ref, s.c() * sizeof(float)));
-    std::vector<float> h_ref(s.c()), h_C(s.c());
-    const Gemm gref = p.gemm(d_ref, sms);
-    run_once([&] { launch_cublas(c.handle, gref); }, d_ref, h_ref.data(), s.c());
-    {
-        const int samples = double(s.M) * s.N * s.K <= double(1 << 27) ? s.M : std::min(s.M, 16);
-        std::vector<double> ref(size_t(samples) * s.N);
-        std::vector<float> got(size_t(samples) * s.N);
-        for (int i = 0; i < samples; ++i) {
-            const int row = samples == 1 ? 0 : int(int64_t(i) * (s.M - 1) / (samples - 1));
-            verify::matmul_reference(p.h_A.data() + size_t(row) * s.K, p.h_B.data(), ref.data() + size_t(i) * s.N, 1,
-                                     s.N, s.K);  // row `row` of C, as a 1-row product
-            std::copy_n(h_ref.begin() + size_t(row) * s.N, s.N, got.begin() + size_t(i) * s.N);
-        }
-        c.report.check(verify::compare(got.data(), ref.data(), got.size(), kTol,
-                                       "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + s.text()));
-    }
-    const double flop = 2.0 * double(s.M) * s.N * s.K;
-    const double bytes = double(s.a() + s.b()) * sizeof(bf16) + double(s.c()) * sizeof(float);
-    const auto tflops = [&](double ms) { return flop / (ms * 1e9); };
-    small = lesson::small_gemm_note(s.M, s.N, c.prop);
-    const double cublas_ms = lesson::time_median_ms(c.repeat, [&] { launch_cublas(c.handle, gref); });
-    cublas_tflops = tflops(cublas_ms);
-    c.report.yardstick("cuBLAS GemmEx bf16 -> fp32 (CUBLAS_COMPUTE_32F), " + s.text(), cublas_tflops, "TFLOP/s");
-    c.report.variant_bound("cuBLAS @" + s.text(), cublas_ms, cublas_tflops, "TFLOP/s", peak, "BF16 peak");
-    c.report.work("cuBLAS @" + s.text(), flop, bytes, cublas_ms);
-
-    const Gemm g = p.gemm(p.d_C, sms);
-    Best best;
-    for (const Rung* r : c.ladder) {
-        run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
-        c.report.check(verify::compare_two_approximations(  // two fp32 results: verify/compare.h
-            h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
-            std::string(r->name) + " vs cuBLAS, every element (two-sided) of " + s.text()));
-        const double ms = lesson::time_median_ms(c.repeat, [&] { r->launch(g); });
-        const std::string name = std::string(r->name) + " @" + s.text();
-        c.report.variant_yardstick(name, ms, tflops(ms), "TFLOP/s", cublas_tflops, "cuBLAS", small);
-        c.report.work(name, flop, bytes, ms);
-        if (tflops(ms) > best.tflops) best = {tflops(ms), r->name};
-    }
-    CUDA_CHECK(cudaFree(d_ref));
-    release(p);
-    return best;
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
     int64_t n = 4096, m = 4096, k = 4096;
     std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
-                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): nine hand-written tensor-core rungs "
+                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): eleven hand-written tensor-core rungs "
                     "against cublasGemmEx.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 16, 16384, "columns of B and C (and M, K unless given)", 512);
@@ -186,7 +131,7 @@ int main(int argc, char** argv) {
     cli.add_int("k", &k, 16, 16384, "columns of A, rows of B (equal to --n unless given)", 512);
     cli.add_string("sizes", &sizes,
                    "comma-separated square sizes to time, e.g. 1024,2048,4096,8192 (replaces --m/--n/--k)");
-    cli.add_string("rung", &rungs, "run and check these rungs alone: 6, or a list such as 2,6 (0: every rung)");
+    cli.add_string("rung", &rungs, "run and check these rungs alone: 8, or a list such as 2,8 (0: every rung)");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
     if (!cli.given("k")) k = n;
@@ -199,9 +144,9 @@ int main(int argc, char** argv) {
                                           ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}}
                                           : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}};
     uint64_t host_bytes = 0, dev_bytes = 0;
-    for (const Shape& s : timed) {  // floats + bits of A and B, the cuBLAS result and one rung's
-        host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float));
-        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float));
+    for (const Shape& s : timed) {  // floats + bits of A and B, cuBLAS's two results and one rung's
+        host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float) + s.c() * 2);
+        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float) + s.c() * 2);
     }
     for (const Shape& s : checks) host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + s.c() * 12);
     const std::string what =
@@ -244,46 +189,51 @@ int main(int argc, char** argv) {
 
     // Part 1: every rung against the CPU (checks.cuh); 1b: the persistent rungs, many pieces per cluster.
     check_against_cpu(c, checks, opt.inject_fault);
-    check_persistent(c, timed, kLadder[6]);
+    check_persistent(c, timed, kLadder[8]);
 
-    // Part 2: each timed shape, every rung against cuBLAS and timed.
+    // Part 2: each timed shape, every rung against cuBLAS, then all timed in turns (timed.cuh).
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
-    report.timing(lesson::kTimingMethod);
-    std::string best;
+    report.timing(std::string(lesson::kTimingMethod) +
+                  "; at each shape cuBLAS (fp32 C, bf16 C) and every rung interleaved, one sample of each in turn "
+                  "(lesson::time_interleaved_ms)");
+    std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;
     for (size_t t = 0; t < timed.size(); ++t) {
         const Shape& s = timed[t];
-        double cublas_tflops = NAN;
         std::string small;
-        const Best b = time_shape(c, s, t, peak, cublas_tflops, small);
-        // The 0.90x target is for the wgmma rungs (4-9, sm_90a): rung 3's mma.sync, the best
+        const Best b = time_shape(c, s, t, peak, small);
+        // The 0.90x target is for the wgmma rungs (5-11, sm_90a): rung 4's mma.sync, the best
         // elsewhere, is not meant to reach it.
         if (any_sm90a && 2.0 * double(s.M) * s.N * s.K >= 2.0 * 4096.0 * 4096.0 * 4096.0)
-            report.target("best rung vs cuBLAS BF16 at " + s.text(), b.tflops / cublas_tflops, 0.90, "x");
+            report.target("best rung vs cuBLAS BF16 at " + s.text(), b.fraction, 0.90, "x");
         if (t == 0 || s.M == 4096) {  // the key result: the default 4096^3, or the first timed shape
             best =
                 b.name.empty() ? "" : b.name + "' " + std::to_string(int(b.tflops + 0.5)) + " TFLOP/s at " + s.text();
-            best_fraction = b.tflops / cublas_tflops;
+            best_fraction = b.fraction;
+            best_yardstick = b.yardstick;
             best_small = small;
         }
     }
 
     if (!any_sm90a)
-        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 4-9 (sm_90a), and none ran");
-    report.note("output C is fp32 (cuBLAS: CUDA_R_16BF inputs, CUDA_R_32F output, CUBLAS_COMPUTE_32F)");
+        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 (sm_90a), and none ran");
+    report.note(
+        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
+        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
+        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
     report.note(
         "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-        "stored); rungs 3-9 have no edge code and need the multiples in the rung table (all rungs together: "
+        "stored); rungs 3-11 have no edge code and need the multiples in the rung table (all rungs together: "
         "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
     report.note(
-        "timed shapes compare each rung with cuBLAS's output, every element; cuBLAS is checked against the "
+        "timed shapes compare each rung with cuBLAS's fp32 output, every element; cuBLAS is checked against the "
         "CPU on sampled rows (all rows for small shapes)");
     if (best.empty())
         report.key_result("no ladder rung ran (see the notes)", NAN, "cuBLAS BF16", lesson::Against::Yardstick,
                           "no rung ran");
-    else report.key_result("best rung '" + best, best_fraction, "cuBLAS BF16", lesson::Against::Yardstick, best_small);
+    else report.key_result("best rung '" + best, best_fraction, best_yardstick, lesson::Against::Yardstick, best_small);
     report.default_size(cli.at_default_size());
 
     CUBLAS_CHECK(cublasDestroy(handle));

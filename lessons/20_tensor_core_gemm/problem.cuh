@@ -1,8 +1,8 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the host parts share. The row of
-// the rung table, the tolerance, cuBLAS's GemmEx (the reference of every check and the
-// yardstick), one problem on the device with its TMA descriptors, and one launch whose C is
-// copied back to be verified. main.cu holds the rung table and runs the parts; checks.cuh
-// checks against the CPU.
+// the rung table, the tolerance, cuBLAS's GemmEx with fp32 C (the reference of every check) and
+// with bf16 C (a second yardstick), one problem on the device with its TMA descriptors, and one
+// launch whose C is copied back to be verified. main.cu holds the rung table and runs the parts;
+// checks.cuh checks against the CPU, timed.cuh times.
 // Run: ./build/bin/tensor_core_gemm   (README.md is the handout)
 #pragma once
 #include <cstdint>
@@ -48,6 +48,14 @@ static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
                               CUDA_R_16BF, g.K, &beta, g.C, CUDA_R_32F, g.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// The same product with bf16 C (the one change: C's type), fp32 accumulation still. The rungs write
+// fp32, so this call is a rate yardstick only (timed.cuh), never the reference of a check.
+static void launch_cublas_bf16_out(cublasHandle_t handle, const Gemm& g, bf16* C) {
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
+                              CUDA_R_16BF, g.K, &beta, C, CUDA_R_16BF, g.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // A TMA descriptor for a row-major bf16 matrix (rows x cols): boxes of 64 x 64 elements (64

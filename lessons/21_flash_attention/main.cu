@@ -18,10 +18,11 @@
 // causal and not, N a multiple of no tile; the fused rungs also at N = 1000, past their ring depth);
 // at the timed sizes the fused rungs are checked element by element against rung 4 (two bf16
 // results: each element is allowed both sides' error, on its row's scale) and all of them on
-// sampled rows against the CPU. The yardsticks are cuBLAS's BF16 GEMM rate (TFLOP/s) and a
-// device-to-device copy (GB/s), measured in this run. This file: flags, the rung table, which
-// rung runs where, the yardsticks, then the parts in order: checks.cuh (small N against the
-// CPU), timed.cuh (the timed sizes, the long run), decode.cuh; what they share: problem.cuh.
+// sampled rows against the CPU. The yardsticks are cuBLAS's BF16 GEMM rate (TFLOP/s; fp32 C and
+// bf16 C, the faster named) and a device-to-device copy (GB/s), measured in this run. This file:
+// flags, the rung table, which rung runs where, then the parts in order: checks.cuh (small N
+// against the CPU), timed.cuh (the yardsticks, the timed sizes, the long run), decode.cuh; what
+// they share: problem.cuh.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -56,7 +57,7 @@
 #include "checks.cuh"   // part 1
 #include "decode.cuh"   // part 4
 #include "problem.cuh"  // the inputs, a problem, the CPU reference rows, the context
-#include "timed.cuh"    // parts 2 and 3
+#include "timed.cuh"    // the yardsticks, parts 2 and 3
 
 // ---------------------------------------------------------------- the ladder
 // Rung 6's cp.async ring depth at d = 64 ([0]) and d = 128 ([1]): the deepest that fits this GPU.
@@ -174,37 +175,6 @@ static void note_smaller_ring(lesson::Report& report, const Plan& plan, const st
         }
 }
 
-// The yardsticks: cuBLAS BF16 GEMM (bf16 in, fp32 accumulate and out) at a square gemm_n, and a
-// copy. They are not rungs (their own gate: they never make the run a SKIP); without the GEMM
-// the TFLOP/s of the attention rungs are printed ungraded.
-static void measure_yardsticks(Context& c, int gemm_n) {
-    lesson::Gate yardstick_gate(c.report);
-    g_cublas_bf16 = yardstick_gate.run("the cuBLAS BF16 GEMM yardstick", cublas_bf16_needs());
-    c.no_gemm = g_cublas_bf16 ? "" : "no cuBLAS BF16 GEMM yardstick below cc 8.0";
-    if (g_cublas_bf16) {
-        bf16 *d_A = nullptr, *d_B = nullptr;
-        float* d_C = nullptr;
-        const size_t nn = size_t(gemm_n) * gemm_n;
-        CUDA_CHECK(cudaMalloc(&d_A, nn * sizeof(bf16)));
-        CUDA_CHECK(cudaMalloc(&d_B, nn * sizeof(bf16)));
-        CUDA_CHECK(cudaMalloc(&d_C, nn * sizeof(float)));
-        fill(d_A, nn, c.seed + 7, kK);
-        fill(d_B, nn, c.seed + 8, kV);
-        const float one = 1.f, zero = 0.f;
-        const double ms = lesson::time_median_ms(c.repeat, [&] {
-            CUBLAS_CHECK(cublasGemmEx(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &one, d_B,
-                                      CUDA_R_16BF, gemm_n, d_A, CUDA_R_16BF, gemm_n, &zero, d_C, CUDA_R_32F, gemm_n,
-                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        });
-        c.cublas_tflops = 2.0 * double(gemm_n) * gemm_n * gemm_n / (ms * 1e9);
-        for (void* x : {(void*)d_A, (void*)d_B, (void*)d_C}) CUDA_CHECK(cudaFree(x));
-        c.report.yardstick("cuBLAS GemmEx bf16 -> fp32, " + std::to_string(gemm_n) + "^3", c.cublas_tflops, "TFLOP/s");
-    }
-    c.copy_gbps = lesson::measure_d2d_gbps(c.prop, c.repeat);
-    c.report.yardstick("device-to-device cudaMemcpy (read + write)", c.copy_gbps, "GB/s");
-    c.report.timing(lesson::kTimingMethod);
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -285,13 +255,16 @@ int main(int argc, char** argv) {
 
     report.note("inputs: Q uniform on multiples of 4/128 in [-4, 4), K and V of 1/128 in [-1, 1): exact in bf16");
     report.note("TFLOP/s count 4 N^2 d per head (half when causal) for every attention rung; " +
-                (g_cublas_bf16 ? "the yardstick is cuBLAS GemmEx (bf16 in, fp32 accumulate and out) at " +
-                                     std::to_string(gemm_n) + "^3 in this run"
-                               : c.no_gemm));
+                (g_cublas_bf16
+                     ? "the yardstick is cuBLAS GemmEx (bf16 in, fp32 accumulate) at " + std::to_string(gemm_n) +
+                           "^3 in this run, fp32 C and bf16 C timed in turns, the faster named; the graded "
+                           "ratio times the best fused rung in turns with both"
+                     : c.no_gemm));
     if (key.text.empty())
-        report.key_result("no fused rung was timed", NAN, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, "not timed");
-    else report.key_result(key.text, key.fraction, "cuBLAS BF16 GEMM", lesson::Against::Yardstick, key.small);
+        report.key_result("no fused rung was timed", NAN, c.cublas_name, lesson::Against::Yardstick, "not timed");
+    else report.key_result(key.text, key.fraction, key.of, lesson::Against::Yardstick, key.small);
     report.default_size(cli.at_default_size());
+    for (void* x : {(void*)c.gemm.A, (void*)c.gemm.B, (void*)c.gemm.C32, (void*)c.gemm.C16}) CUDA_CHECK(cudaFree(x));
     CUBLAS_CHECK(cublasDestroy(g_cublas));
     return report.finish(opt.json);
 }

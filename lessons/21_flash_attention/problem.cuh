@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <cublas_v2.h>
+
 #include "common/check.h"
 #include "common/report.h"
 #include "verify/attention.h"
@@ -159,6 +161,26 @@ struct Plan {
     bool fused(int i) const { return rungs[i].kind == Kind::Attention && i != kStandard; }
 };
 
+// The GEMM yardstick: cuBLAS at a square n, bf16 A and B, fp32 accumulation (CUBLAS_COMPUTE_32F),
+// in its two configurations: fp32 C (out 0) and bf16 C (out 1), which writes half the bytes of C
+// and is the faster at some sizes. Attention writes bf16, but the yardstick is a rate, not an
+// output: the faster of the two is the one named. Kept for the run, since the graded ratio
+// times it again, in turns with the rung (timed.cuh).
+struct GemmYardstick {
+    int n = 0;
+    bf16 *A = nullptr, *B = nullptr, *C16 = nullptr;
+    float* C32 = nullptr;
+    static constexpr const char* kOut[2] = {"fp32 out", "bf16 out"};
+    void run(cublasHandle_t h, int out) const {
+        const float one = 1.f, zero = 0.f;
+        CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, CUDA_R_16BF, n, A, CUDA_R_16BF, n,
+                                  &zero, out == 0 ? static_cast<void*>(C32) : static_cast<void*>(C16),
+                                  out == 0 ? CUDA_R_32F : CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    double tflops(double ms) const { return 2.0 * double(n) * n * n / (ms * 1e9); }
+    static std::string name(int out) { return std::string("cuBLAS BF16 GEMM (") + kOut[out] + ")"; }
+};
+
 // What every part of a run uses: the report, the GPU, the plan, the seed and the timing repeats,
 // the yardsticks, and the one check every result goes through.
 struct Context {
@@ -167,10 +189,12 @@ struct Context {
     const Plan& plan;
     uint64_t seed;
     int repeat;
-    bool inject;                 // --inject-fault: corrupts the first result checked
-    double cublas_tflops = NAN;  // the cuBLAS BF16 GEMM yardstick (NAN without it)
-    double copy_gbps = NAN;      // the device-to-device copy yardstick
-    std::string no_gemm;         // why there is no GEMM yardstick ("" when there is one)
+    bool inject;                                   // --inject-fault: corrupts the first result checked
+    GemmYardstick gemm;                            // its buffers (null without it)
+    double cublas_tflops = NAN;                    // the cuBLAS BF16 GEMM yardstick, the faster output (NAN without it)
+    std::string cublas_name = "cuBLAS BF16 GEMM";  // which output that was
+    double copy_gbps = NAN;                        // the device-to-device copy yardstick
+    std::string no_gemm;                           // why there is no GEMM yardstick ("" when there is one)
 
     template <class Floats>  // a vector of floats
     void check(Floats& got, const double* ref, const std::string& what) {

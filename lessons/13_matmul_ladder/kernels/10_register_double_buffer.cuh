@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 10 of 12: register double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 10 of 15: register double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=10   (lesson 13 of the course, 00-23)
 //
 // Before: rung 9 read each k step's fragments right before their FMAs, and ended
@@ -10,9 +10,9 @@
 //         of the tile, and reads that tile's first fragments; the FFMA of the last
 //         step then hide those reads.
 // Lacks:  speed: on an H100 it measures slower than rung 8 (README.md, "What to
-//         observe"). Rung 11 grows rung 8 instead.
-// Next:   rung 11 (diff kernels/8_cp_async.cuh kernels/11_spread_copies.cuh); rung 12 comes
-//         back to this schedule (diff kernels/10_register_double_buffer.cuh kernels/12_async_double_buffer.cuh).
+//         observe"). Rungs 11 to 13 grow rung 8 instead.
+// Next:   rung 11 (diff kernels/8_cp_async.cuh kernels/11_k32_tile.cuh); rung 14 comes
+//         back to this schedule (diff kernels/10_register_double_buffer.cuh kernels/14_warp_tiles.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=10
 #pragma once
 #include "common.cuh"

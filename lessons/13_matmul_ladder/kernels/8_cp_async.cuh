@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 8 of 12: warp tiles + a cp.async pipeline.
+// Lesson 13 of the course (the SGEMM ladder), rung 8 of 15: warp tiles + a cp.async pipeline.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=8   (lesson 13 of the course, 00-23)
 //
 // Before: rung 7 staged the next tile through registers (24 per thread, live
@@ -10,13 +10,13 @@
 //         are rung 7's. A template over its tile sizes (--sweep times 13 of them).
 //         The default, 128 x 256 x 16, warp 64 x 64, lane 16 x 8, 3 stages, reaches
 //         about 93% of cuBLAS on an H200 (README.md).
-// Lacks:  the last 7% to cuBLAS. Nsight Compute (README.md, "Rung 11") shows its
+// Lacks:  the last 7% to cuBLAS. Nsight Compute (README.md, "Rungs 11 to 13") shows its
 //         warps issuing in 77% of the cycles against cuBLAS's 87%: they stall on the
 //         burst of copies at the top of each tile, at its barrier and at FFMA dispatch.
 // Next:   rung 9 goes back to rung 6 and widens its tile to 128 x 256 with 8 x 16
 //         outputs per thread, register-staged loads and no cp.async
 //         (diff kernels/6_double_buffered.cuh kernels/9_wide_tile.cuh); rung 11
-//         grows this rung (diff kernels/8_cp_async.cuh kernels/11_spread_copies.cuh).
+//         grows this rung (diff kernels/8_cp_async.cuh kernels/11_k32_tile.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=8        (--sweep: all 13 configurations)
 #pragma once
 #include <string>

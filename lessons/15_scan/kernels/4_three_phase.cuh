@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 4 of 6: a three-phase scan of the whole array.
+// Lesson 15 of the course (scan), rung 4 of 7: a three-phase scan of the whole array.
 //
 // Before: rungs 1-3 scan tiles that fit one block. Here one block scans a tile
 // of 4096 elements (256 threads x 16, in 16-byte loads, with warp shuffles),
@@ -9,7 +9,7 @@
 //   3. add tile t's scanned sum to every element of tile t.
 // Phases 1 and 3 each read and write the whole array: 4n elements of memory
 // traffic for a scan that needs 2n (read n, write n).
-// Next: rung 5 scans in one pass, with the same tile scan (diff the two files).
+// Next: rung 5 writes the array once, not twice, with the same tile scan (diff the two files).
 // Run: ./build/bin/scan --rung=4   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>

@@ -1,21 +1,21 @@
-// Lesson 15 of the course (scan), the application: stream compaction on top of rung 5.
+// Lesson 15 of the course (scan), the application: stream compaction on top of rung 6.
 //
 // Keep the elements that pass a test, in order, with no gaps: where does kept
 // element i go? To the number of kept elements before it, which is an
 // exclusive scan of the 0/1 flags. Three kernels:
 //   1. flags[i] = 1 if in[i] > threshold, else 0
-//   2. pos = exclusive scan of flags (rung 5, single_pass::scan)
+//   2. pos = exclusive scan of flags (rung 6, single_pass::scan)
 //   3. every kept element writes itself to kept[pos[i]]; the count is
 //      pos[n-1] + flags[n-1]
 // This moves read n + write n (flags), read n + write n (scan), read 2n + write
 // k (scatter), where one pass that reads n and writes the k kept elements would
 // do: cub::DeviceSelect::If is that one pass (README: "Compaction").
-// Before: rung 5. Next: lesson 16 (histograms: atomics and contention).
-// Run: ./build/bin/scan --rung=5 --threshold=500   (README.md is the handout)
+// Before: rung 6. Next: lesson 16 (histograms: atomics and contention).
+// Run: ./build/bin/scan --rung=6 --threshold=500   (README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>
-#include "5_single_pass.cuh"
+#include "6_single_pass.cuh"
 #include "common/check.h"
 
 namespace compact {
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
     if (i < n && n - 1 < i + 4) *count = p[n - 1 - i] + (keep(x[n - 1 - i]) ? 1u : 0u);
 }
 
-// (Exercise 4 of the handout: fuse the three kernels into one single-pass kernel, rung 5's with the
+// (Exercise 4 of the handout: fuse the three kernels into one single-pass kernel, rung 6's with the
 // test applied on load and the scatter on store, that reads n and writes only the kept elements.)
 // Compacts in[0..n): kept[0..count) = the elements > threshold, in order; *count on the device.
 // flags and pos: n elements each; workspace: single_pass::workspace_bytes(n) bytes.

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 1 of 9: WMMA straight from global memory.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 1 of 11: WMMA straight from global memory.
 //
 // Before: lesson 13 ended its FP32 ladder near cuBLAS SGEMM with FFMA only.
 // Here:   the tensor cores through the portable C++ API (nvcuda::wmma). One warp owns one

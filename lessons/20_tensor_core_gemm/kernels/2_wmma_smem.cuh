@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 2 of 9: WMMA with shared-memory tiles.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 2 of 11: WMMA with shared-memory tiles.
 //
 // Before: rung 1 loaded every fragment from global memory for one warp's use.
 // Here:   a block of eight warps computes a 128 x 128 tile of C. For each 32-wide step of K
@@ -10,7 +10,7 @@
 // Lacks:  overlap and register reuse: loads go through registers and wait at __syncthreads
 //         while the tensor cores idle; load_matrix_sync hides which shared-memory words each
 //         lane reads, so the layout cannot be tuned for it.
-// Next:   rung 3 drops WMMA for PTX mma.sync + ldmatrix on a swizzled layout, fed by cp.async
+// Next:   rung 3 drops WMMA for PTX mma.sync + ldmatrix, whose layouts the code controls
 //         (diff kernels/2_wmma_smem.cuh kernels/3_mma_sync.cuh).
 // Run:    ./build/bin/tensor_core_gemm --rung=2
 // Shapes: M, N, K multiples of 16: tiles past the edge load zeros, fragments past it are not stored.

@@ -1,10 +1,10 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the rungs share.
 //
-// Every rung (kernels/N_name.cuh, N = 1..9) is self-contained, so that `diff` of two
+// Every rung (kernels/N_name.cuh, N = 1..11) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
 // gets (Gemm), the wgmma descriptors of this lesson's tiles and the store of a wgmma
-// accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync, cp.async: rung 3;
-// mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 4-9) are common/ptx.cuh, shared with
+// accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync, cp.async: rungs 3-5;
+// mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-11) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
 // that use them compile to a trap and main.cu's gate skips them.
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
@@ -21,20 +21,26 @@ struct Gemm {
     const bf16* A;
     const bf16* B;
     float* C;
-    const CUtensorMap* tma_A;  // rungs 4-9: TMA descriptors of A and B (main.cu builds them), boxes of
+    const CUtensorMap* tma_A;  // rungs 6-11: TMA descriptors of A and B (main.cu builds them), boxes of
     const CUtensorMap* tma_B;  // 64 x 64 elements, 128-byte swizzle
     int sms;                   // multiprocessors (the persistent rung sizes its grid from it)
 };
 
 #if defined(PTX_SM90A)
-// ------------------------------------------------------------------ sm_90a: rungs 4-9
+// ------------------------------------------------------------------ sm_90a: rungs 5-11
 
-// Descriptors of the 64 x 64 boxes that TMA writes in the 128-byte swizzle (make_desc, common/ptx.cuh).
+// Descriptors of the 64 x 64 boxes in the 128-byte swizzle that TMA writes (rung 5's threads write
+// the same layout); make_desc in common/ptx.cuh, README.md derives the fields.
 // A, K-major: rows of 64 bf16 = 128 bytes, 8-row swizzle atoms 1024 bytes apart (SBO); LBO unused.
 __device__ __forceinline__ uint64_t desc_a(const bf16* tile) { return make_desc(tile, 16, 1024); }
 // B, N-major (row-major K x N, the "transposed" operand): k-rows of 64 bf16 = 128 bytes; 8-k-row
 // atoms 1024 bytes apart (SBO); the next 64 columns of N in the next 64 x 64 box, 8192 bytes on (LBO).
 __device__ __forceinline__ uint64_t desc_b(const bf16* tile) { return make_desc(tile, 8192, 1024); }
+
+// Orders this thread's earlier writes to shared memory through the generic proxy (st.shared,
+// cp.async) before later accesses through the async proxy (wgmma's operand reads, TMA). Tiles
+// that threads write (rung 5) need it from every writer, then a barrier, before a wgmma reads them.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // The C fragment of one warpgroup's m64nN accumulator (PTX ISA, "wgmma 64xNx16 D"): thread t of
 // the warpgroup holds, for each 8-column block j, d[4j..4j+1] at row 16*(t/32) + (t%32)/4 and

@@ -1,7 +1,7 @@
 // Lesson 21 of the course (flash attention), rung 6: FlashAttention-2 on tensor cores (mma.sync, ldmatrix, cp.async).
 //
 // Before: rung 5 ran the online softmax with scalar FFMAs from shared memory.
-// Here:   the same algorithm with lesson 20's rung-3 building blocks:
+// Here:   the same algorithm with lesson 20's rung-3 and rung-4 building blocks:
 //         - a block owns kBM = 64 queries; its 4 warps own 16 query rows each (FlashAttention-2's
 //           split: no warp ever needs another warp's scores, so the softmax needs no shared memory
 //           and no __syncthreads of its own); with about 245 registers a thread, two such blocks

@@ -1,6 +1,6 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 9 of 9: one wgmma group kept in flight.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 11 of 11: one wgmma group kept in flight.
 //
-// Before: rung 8: each consumer warpgroup issued a k-step's four wgmmas, then waited for ALL of
+// Before: rung 10: each consumer warpgroup issued a k-step's four wgmmas, then waited for ALL of
 //         them (wgmma_wait<0>) before it released the stage and issued the next k-step's: the
 //         tensor cores drained at every k-step and waited for the issue of the next one.
 // Here:   wgmma_wait<1>: the warpgroup issues k-step kt, then waits only until k-step kt - 1 is
@@ -10,7 +10,7 @@
 // Lacks:  the epilogue still stores fp32 from registers while that warpgroup's tensor work
 //         stops; README.md, "Exercises".
 // Next:   the end of the ladder.
-// Run:    ./build/bin/tensor_core_gemm --rung=9
+// Run:    ./build/bin/tensor_core_gemm --rung=11
 // Shapes: M a multiple of 256, N of 256, K of 64.
 #pragma once
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung9 {
+namespace rung11 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
@@ -150,4 +150,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmmaPipelined, *g.tma_A, *g.tma_B, g.C, g.M, g.N, g.K));
 }
 
-}  // namespace rung9
+}  // namespace rung11

@@ -1,13 +1,14 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 12 of 12: rung 10's schedule, filled by cp.async.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=12   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 15 of 15: rung 10's schedule, filled by cp.async.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=15   (lesson 13 of the course, 00-23)
 //
-// Before: rung 10 had the schedule of the fastest hand-written SGEMMs: a 128 x 256 x 8
-//         tile, two shared buffers, one barrier per tile, fragments double-buffered in
-//         registers. It staged the next tile through registers, where ptxas may move
-//         the loads down next to their stores and expose their latency (README.md).
-//         Rung 11 grew rung 8 instead and hit a loop too long for the instruction cache.
-// Here:   rung 10's schedule with rung 8's warp tiles (8 warps of 64 x 64, 16 x 8 per
-//         lane) and the next tile moved by cp.async, a few copies after each of the
+// Before: rung 14 had rung 10's schedule, that of the fastest hand-written SGEMMs: a
+//         128 x 256 x 8 tile, two shared buffers, one barrier per tile, fragments
+//         double-buffered in registers, with rung 8's warp tiles. It staged the next tile
+//         through registers, where ptxas may move the loads down next to their stores and
+//         expose their latency (README.md).
+//         Rungs 11 to 13 grew rung 8 instead and hit a loop too long for the instruction cache.
+// Here:   rung 14's schedule and warp tiles (8 warps of 64 x 64, 16 x 8 per lane), with
+//         the next tile moved by cp.async, a few copies after each of the
 //         first k steps: nothing passes through registers, so the compiler cannot move
 //         the loads. A goes in transposed by 4-byte copies, B by 16-byte copies. The
 //         partial k tile (K % 8 columns) is copied first, so every tile of the loop is
@@ -17,12 +18,12 @@
 // Lacks:  fp32 FFMA is all it uses: cuBLAS's TF32 and BF16 tensor cores run several
 //         times faster (lesson 08, lesson 20).
 // Next:   lesson 14 (14_reduction), Part II; README.md, "Next".
-// Run:    ./build/bin/matmul_ladder --rung=12
+// Run:    ./build/bin/matmul_ladder --rung=15
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung12 {
+namespace rung15 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
 constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
@@ -195,4 +196,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung12
+}  // namespace rung15

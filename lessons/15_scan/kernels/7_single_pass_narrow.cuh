@@ -1,25 +1,14 @@
-// Lesson 15 of the course (scan), rung 5 of 6: a single-pass scan with decoupled look-back.
+// Lesson 15 of the course (scan), rung 7 of 7: rung 6 on a narrower block, 128 threads x 32 elements.
 //
-// Before: rung 4 reads and writes the array twice (4n of memory traffic). Here
-// each tile learns the sum of all tiles before it from its predecessors while
-// they run, so the array is read once and written once (2n), in one kernel
-// (Merrill and Garland, "Single-pass Parallel Prefix Scan with Decoupled
-// Look-back", 2016). Every tile keeps one 64-bit status word, flag and value
-// written with one store:
-//   X  nothing published yet
-//   A  the tile's aggregate: the sum of its own elements
-//   P  its inclusive prefix: the sum of all elements up to its end
-// A tile publishes A as soon as its own sum is known, then its warp 0 walks
-// back 32 predecessors at a time, adding their aggregates until it meets a P.
-// Tiles are handed out by an atomic counter in the order blocks start, so a
-// tile only ever waits for tiles that are already running: no deadlock
-// (README: "The look-back").
-// The tile scan is rung 4's, on rung 4's tile of 256 threads x 16 elements
-// (diff the two files).
-// Next: rung 6 (kernels/6_single_pass_narrow.cuh), the same scan on a tile of
-// 128 threads x 32 elements; the application, stream compaction
-// (kernels/compact.cuh), is built on this rung.
-// Run: ./build/bin/scan --rung=5   (this rung alone, beside CUB; README.md is the handout)
+// Rung 6's single-pass scan with decoupled look-back, unchanged but for the
+// tile's shape: 128 threads of 8 vectors against 256 of 4, the same 4096
+// elements per tile (diff the two files). Fewer threads per tile means more
+// tiles resident per SM and fewer warps idle while warp 0 walks back
+// (3 of 4 against 7 of 8), at more registers per thread (README: "Why
+// 128 x 32").
+// Before: rung 6 (kernels/6_single_pass.cuh). Next: the application, stream
+// compaction (kernels/compact.cuh).
+// Run: ./build/bin/scan --rung=7   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
 #include <cstddef>
@@ -27,18 +16,18 @@
 #include <cuda/atomic>
 #include "common/check.h"
 
-namespace single_pass {
+namespace single_pass_narrow {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kVecs = 4;                  // 16-byte vectors per thread
+constexpr int kVecs = 8;                  // 16-byte vectors per thread
 constexpr int kItems = 4 * kVecs;         // elements per thread
 constexpr int kWarpItems = 32 * kItems;   // a warp's contiguous share of the tile
 constexpr int kTile = kThreads * kItems;  // 4096 elements
 constexpr unsigned kFull = 0xffffffffu;
 // At most this many additions lie between any input and any output of one
-// tile (float error bound): 3 inside a vector, 5 in the warp scan, 4 in the
-// carry across rows, 8 over the warp totals, 2 for the bases, 4 in the last
+// tile (float error bound): 3 inside a vector, 5 in the warp scan, 8 in the
+// carry across rows, 4 over the warp totals, 2 for the bases, 4 in the last
 // pass over the vector: 26.
 constexpr uint64_t kTileDepth = 32;
 
@@ -267,4 +256,4 @@ void scan(const T* in, T* out, size_t n, bool exclusive, void* workspace, cudaSt
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace single_pass
+}  // namespace single_pass_narrow

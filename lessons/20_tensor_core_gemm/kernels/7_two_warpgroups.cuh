@@ -1,23 +1,23 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 5 of 9: a 128 x 256 tile, two consumer warpgroups.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 7 of 11: a 128 x 256 tile, two consumer warpgroups.
 //
-// Before: rung 4, one warpgroup on a 64 x 128 tile (m64n128k16).
+// Before: rung 6, one warpgroup on a 64 x 128 tile (m64n128k16).
 // Here:   a 128 x 256 tile of C for two warpgroups (256 threads); warpgroup w computes rows
 //         64w..64w+63 with wgmma.mma_async.m64n256k16 (128 accumulator floats a thread). Per stage
 //         TMA brings A as two 64 x 64 boxes and B as four: 48 KB, four stages = 192 KB of shared
 //         memory, one block per SM. Each loaded element of A now serves 256 columns and each of B
-//         128 rows: twice rung 4's reuse, so half the shared-memory and L2 traffic per flop; and
+//         128 rows: twice rung 6's reuse, so half the shared-memory and L2 traffic per flop; and
 //         while one warpgroup waits for its wgmmas the other's keep the tensor cores busy.
 // Lacks:  the loads are still issued by thread 0 of a computing warpgroup, between its own
 //         wgmmas, and every stage waits for a block-wide __syncthreads before it is refilled.
-// Next:   rung 6 gives the loads a warpgroup of their own and hands its registers to the others
-//         (diff kernels/5_two_warpgroups.cuh kernels/6_warp_specialized.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=5
+// Next:   rung 8 gives the loads a warpgroup of their own and hands its registers to the others
+//         (diff kernels/7_two_warpgroups.cuh kernels/8_warp_specialized.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=7
 // Shapes: M a multiple of 128, N of 256, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung5 {
+namespace rung7 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;  // warpgroups, 64 rows of C each
@@ -86,4 +86,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung5
+}  // namespace rung7

@@ -1,6 +1,6 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 6 of 9: a producer warpgroup, register reallocation.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 8 of 11: a producer warpgroup, register reallocation.
 //
-// Before: rung 5: two warpgroups that compute, thread 0 of them also loading, a __syncthreads
+// Before: rung 7: two warpgroups that compute, thread 0 of them also loading, a __syncthreads
 //         per stage.
 // Here:   warp specialization. A third warpgroup (the producer) only issues TMA loads; the two
 //         consumer warpgroups only run wgmma. They talk through two mbarriers per stage:
@@ -13,15 +13,15 @@
 //         The block starts at 168 a thread (65536 / 384, rounded down to a multiple of 8); the
 //         producer drops to 40 and each consumer rises to 232 (128*40 + 256*232 <= 65536).
 // Lacks:  each CTA loads its own copy of B although the CTA next to it needs the same tile.
-// Next:   rung 7 pairs CTAs in a cluster and multicasts B to both
-//         (diff kernels/6_warp_specialized.cuh kernels/7_cluster_multicast.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=6
+// Next:   rung 9 pairs CTAs in a cluster and multicasts B to both
+//         (diff kernels/8_warp_specialized.cuh kernels/9_cluster_multicast.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=8
 // Shapes: M a multiple of 128, N of 256, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung6 {
+namespace rung8 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
@@ -128,4 +128,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung6
+}  // namespace rung8

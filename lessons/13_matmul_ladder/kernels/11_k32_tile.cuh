@@ -1,22 +1,15 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 11 of 12: copies spread over the FMAs.
+// Lesson 13 of the course (the SGEMM ladder), rung 11 of 15: a k tile of 32 in 2 stages.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=11   (lesson 13 of the course, 00-23)
 //
-// Before: rung 8 (this rung's parent) issued all cp.async copies of the next tile in
-//         one burst at the top of every 16-wide k tile and ran each k step's 128 FFMA
-//         row by row. Nsight Compute on an H100 (README.md, "Rung 11") found its warps
-//         stalled where cuBLAS's are not: on the burst (LSU queue full, pointer updates
-//         waiting for the copies to read their addresses), at the barrier of every tile,
-//         and at dispatch of FFMA whose operands the register reuse cache did not hold.
-// Here:   the same warp tiles with a k tile of 32 in 2 stages (one barrier per 4096 FFMA
-//         per thread), the copies of the next tile spread over the first 12 k steps (2 per
-//         step, between the FFMA), and each k step's outer product done two columns at a
-//         time, up one column pair and down the next, so that consecutive FFMA share a
-//         register operand. Same arithmetic as rung 8 (6 LDS.128 per 128 FFMA, 3/256 of a
-//         global element per FMA); fewer stalls.
-// Lacks:  a loop body that fits the instruction cache: 32 unrolled k steps are about
-//         4,400 instructions, and warps stall on instruction fetch (README.md).
-// Next:   rung 12 (diff kernels/10_register_double_buffer.cuh kernels/12_async_double_buffer.cuh):
-//         rung 10's short loop, with rung 11's cp.async copies.
+// Before: rung 8 (this rung's parent) waited at one cp.async.wait_group and one barrier per
+//         16-wide k tile: per 2048 FFMA per thread.
+// Here:   rung 8's kernel unchanged, with a k tile of 32 in 2 stages: one wait and one
+//         barrier per 4096 FFMA per thread, half as many per FFMA. Same arithmetic as
+//         rung 8 (6 LDS.128 per 128 FFMA, 3/256 of a global element per FMA).
+// Lacks:  the copies of a tile still leave in one burst at its top, now 24 of them per
+//         thread, and each k step's FFMA still run row by row.
+// Next:   rung 12 spreads the copies over the k steps
+//         (diff kernels/11_k32_tile.cuh kernels/12_spread_copies.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=11
 #pragma once
 #include "common.cuh"
@@ -77,17 +70,12 @@ struct WarpTiling {
     static_assert(kBK % 8 == 0 && kBM % kAStep == 0 && kThreads % (kBN / 4) == 0 && kBK % kBStep == 0,
                   "tile copies must split evenly over the threads");
     static_assert(kStages >= 2, "a pipeline needs two stages");
-    // Spread copies: the kCopies copies a thread issues per tile (A's first, then B's), kPerStep
-    // of them after each of the first k steps, all within the first half of the tile.
-    static constexpr int kCopies = (kBK / 8) * kARows + kBRows;
-    static constexpr int kPerStep = (kCopies + kBK / 2 - 1) / (kBK / 2);
-    static_assert(kTN % 2 == 0, "the FFMA order walks pairs of columns");
 };
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    sgemmSpreadCopies(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                      float* __restrict__ C) {
+    sgemmWarpTiled(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                   float* __restrict__ C) {
     constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kBK = Cfg::kBK, kTM = Cfg::kTM, kTN = Cfg::kTN;
     constexpr int kLM = Cfg::kLM, kLN = Cfg::kLN, kLDA = Cfg::kLDA, kLDB = Cfg::kLDB;
     extern __shared__ __align__(16) float smem[];
@@ -152,19 +140,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         b_src += size_t(kBK) * N;
     };
 
-    // Copy q (0 .. kCopies-1) of the next tile on the interior path, the same copies as load()'s
-    // first branch, one at a time: q < kACopies is A's (k run c, row j), the rest are B's rows.
-    constexpr int kACopies = (kBK / 8) * Cfg::kARows;
-    auto copy = [&](int q, int stage) {
-        if (q < kACopies) {
-            const int c = q / Cfg::kARows, j = q % Cfg::kARows;
-            cp_async_4(a_dst + 4u * (stage + c * 8 * kLDA + j * Cfg::kAStep), a_src + j * a_step + c * 8, true);
-        } else {
-            const int j = q - kACopies;
-            cp_async_16(b_dst + 4u * (stage + j * Cfg::kBStep * kLDB), b_src + j * b_step, 16);
-        }
-    };
-
     // Fragments of step k of the stage at float offset `stage`: kTM values of A, kTN of B (LDS.128 each 4).
     auto fragments = [&](int stage, int k, float(&a)[kTM], float(&b)[kTN]) {
         const float* As = smem + stage + k * kLDA + wm + lm;
@@ -188,15 +163,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     __syncthreads();
     fragments(read, 0, a[0], b[0]);
     for (int tile = 0; tile < tiles; ++tile) {
-        // The stage of tile-1 is free (every thread passed the barrier at the end of tile-1). An
-        // interior tile is copied into it a few copies per k step below; any other tile (an edge,
-        // the partial last one) is loaded here, all at once, by the guarded load().
-        const int next = tile + Cfg::kStages - 1;
-        const bool spread = next < tiles && inside && (next + 1) * kBK <= K;  // the same for the whole block
-        if (!spread) {
-            if (next < tiles) load(next, write);
-            cp_async_commit();
-        }
+        // Refill the stage of tile-1: every thread is past it (the barrier at the end of tile-1).
+        if (tile + Cfg::kStages - 1 < tiles) load(tile + Cfg::kStages - 1, write);
+        cp_async_commit();
 #pragma unroll
         for (int k = 0; k < kBK; ++k) {
             if (k < kBK - 1) {
@@ -208,27 +177,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                 write = write == kLast ? 0 : write + Cfg::kStageFloats;
                 if (tile + 1 < tiles) fragments(read, 0, a[0], b[0]);
             }
-            // 128 FFMA, two columns at a time: rows 0..kTM-1 for columns 0 and 1, rows kTM-1..0 for
-            // columns 2 and 3, ... Each FFMA shares a register operand with the one before it.
-            const float(&av)[kTM] = a[k % 2];
-            const float(&bv)[kTN] = b[k % 2];
 #pragma unroll
-            for (int jp = 0; jp < kTN / 2; ++jp)
+            for (int i = 0; i < kTM; ++i)
 #pragma unroll
-                for (int r = 0; r < kTM; ++r) {
-                    const int i = jp % 2 == 0 ? r : kTM - 1 - r;
-                    acc[i][2 * jp] = fmaf(av[i], bv[2 * jp], acc[i][2 * jp]);
-                    acc[i][2 * jp + 1] = fmaf(av[i], bv[2 * jp + 1], acc[i][2 * jp + 1]);
-                }
-            if (k * Cfg::kPerStep < Cfg::kCopies && spread) {  // this step's share of the next tile
-#pragma unroll
-                for (int q = k * Cfg::kPerStep; q < (k + 1) * Cfg::kPerStep && q < Cfg::kCopies; ++q) copy(q, write);
-                if ((k + 1) * Cfg::kPerStep >= Cfg::kCopies) {  // the last one: one group per tile, as always
-                    a_src += kBK;
-                    b_src += size_t(kBK) * N;
-                    cp_async_commit();
-                }
-            }
+                for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
         }
     }
     cp_async_wait<0>();  // no copy in flight when the block exits
@@ -248,22 +200,21 @@ template <class Cfg>
 inline void launch(const Gemm& g) {
     static const bool opted_in = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
         CUDA_CHECK(
-            cudaFuncSetAttribute(sgemmSpreadCopies<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+            cudaFuncSetAttribute(sgemmWarpTiled<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
         return true;
     }();
     (void)opted_in;
-    sgemmSpreadCopies<Cfg><<<dim3(blocks(g.N, Cfg::kBN), blocks(g.M, Cfg::kBM)), Cfg::kThreads, Cfg::kSmemBytes>>>(
+    sgemmWarpTiled<Cfg><<<dim3(blocks(g.N, Cfg::kBN), blocks(g.M, Cfg::kBM)), Cfg::kThreads, Cfg::kSmemBytes>>>(
         g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
-// Rung 11: rung 8's tiles with a k tile of 32 in 2 stages (99,328 bytes of shared memory), the
-// fastest of the configurations measured on an H100 (README.md, "Rung 11"):
+// Rung 11: rung 8's tiles with a k tile of 32 in 2 stages (99,328 bytes of shared memory):
 // kBM, kBN, kBK, kWM, kWN, kTM, kTN, kStages, kMinBlocks.
 using Default = WarpTiling<128, 256, 32, 64, 64, 16, 8, 2, 1>;
 
 // Rung 11 where a block cannot have Default's 99,328 bytes of shared memory (a Turing GPU gives
-// 65,536): a k tile of 16 in 2 stages, 49,664 bytes, its 12 copies spread over the first 6 k steps.
+// 65,536): a k tile of 16 in 2 stages, 49,664 bytes.
 using Smaller = WarpTiling<128, 256, 16, 64, 64, 16, 8, 2, 1>;
 
 }  // namespace rung11

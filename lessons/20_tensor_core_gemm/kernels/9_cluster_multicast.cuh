@@ -1,6 +1,6 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 7 of 9: a cluster of two CTAs, B multicast.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 9 of 11: a cluster of two CTAs, B multicast.
 //
-// Before: rung 6: a producer warpgroup, two consumers, each CTA loading all of its A and B.
+// Before: rung 8: a producer warpgroup, two consumers, each CTA loading all of its A and B.
 // Here:   thread-block clusters (Hopper): two CTAs that run at the same time on neighbouring
 //         SMs and can touch each other's shared memory. The pair takes two 128 x 256 tiles of C
 //         one above the other, so both need the same 64 x 256 slice of B at every step: each CTA
@@ -13,15 +13,15 @@
 //         (no CTA may leave while the other can still write into its shared memory).
 // Lacks:  one CTA per tile: the grid's last wave leaves SMs idle, and every CTA pays its
 //         prologue (barrier set-up, the first loads) and epilogue without overlap.
-// Next:   rung 8: a persistent grid with a tile scheduler
-//         (diff kernels/7_cluster_multicast.cuh kernels/8_persistent.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=7
+// Next:   rung 10: a persistent grid with a tile scheduler
+//         (diff kernels/9_cluster_multicast.cuh kernels/10_persistent.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=9
 // Shapes: M a multiple of 256 (two CTAs of 128 rows), N of 256, K of 64.
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung7 {
+namespace rung9 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
@@ -116,4 +116,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmmaCluster, *g.tma_A, *g.tma_B, g.C, g.M, g.N, g.K));
 }
 
-}  // namespace rung7
+}  // namespace rung9

@@ -1,6 +1,6 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 8 of 9: a persistent grid and a tile scheduler.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 10 of 11: a persistent grid and a tile scheduler.
 //
-// Before: rung 7: one cluster per 256 x 256 piece of C, as many clusters as pieces.
+// Before: rung 9: one cluster per 256 x 256 piece of C, as many clusters as pieces.
 // Here:   as many clusters as fit on the GPU at once (cudaOccupancyMaxActiveClusters), each
 //         looping over pieces of C: cluster i takes pieces i, i + clusters, i + 2 clusters, ...
 //         The producer runs ahead across piece boundaries (its stage and phase counters never
@@ -10,9 +10,9 @@
 //         of B in L2 instead of streaming all of B (or A) from DRAM.
 // Lacks:  the epilogue still stores fp32 from registers while the tensor cores idle for that
 //         consumer; a deeper design overlaps it (two accumulator sets, or TMA stores).
-// Next:   rung 9 keeps the tensor cores busy across k-steps
-//         (diff kernels/8_persistent.cuh kernels/9_wgmma_pipelined.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=8
+// Next:   rung 11 keeps the tensor cores busy across k-steps
+//         (diff kernels/10_persistent.cuh kernels/11_wgmma_pipelined.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=10
 // Shapes: M a multiple of 256, N of 256, K of 64.
 #pragma once
 #include <algorithm>
@@ -20,7 +20,7 @@
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung8 {
+namespace rung10 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
 constexpr int kConsumers = 2;
@@ -28,7 +28,7 @@ constexpr int kCluster = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kTileA = kBM * kBK, kTileB = kBK * kBN;
 constexpr uint32_t kStageBytes = (kTileA + kTileB) * 2;
-// Exercise 3 of the handout: time --rung=8 --n=8192 with kGroupM = 1, 8 and 64 (1 and 64 are plain row and column orders)
+// Exercise 3 of the handout: time --rung=10 --n=8192 with kGroupM = 1, 8 and 64 (1 and 64 are plain row and column orders)
 constexpr int kGroupM = 8;  // rows of pieces per scheduling group
 struct Smem {
     alignas(1024) bf16 A[kStages][kTileA];
@@ -149,4 +149,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmmaPersistent, *g.tma_A, *g.tma_B, g.C, g.M, g.N, g.K));
 }
 
-}  // namespace rung8
+}  // namespace rung10

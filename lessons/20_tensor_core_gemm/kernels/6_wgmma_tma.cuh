@@ -1,28 +1,29 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 4 of 9: wgmma fed by TMA and mbarriers.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 6 of 11: wgmma fed by TMA and mbarriers.
 //
-// Before: rung 3 moved every operand through registers with ldmatrix and issued one warp-wide
-//         mma.sync (m16n8k16) per 16 x 8 piece.
-// Here:   Hopper's own path (sm_90a). One warpgroup (4 warps, 128 threads) computes a 64 x 128
-//         tile of C with wgmma.mma_async.m64n128k16: both operands come straight from shared
-//         memory through 64-bit descriptors, the accumulators (64 floats a thread) stay in
-//         registers. The tiles arrive by TMA: thread 0 hands the copy engine a tensor map (built
-//         once on the host) and a box coordinate; the engine writes the box into shared memory
-//         already in the 128-byte swizzle that wgmma reads, and counts the bytes down on an
-//         mbarrier. kStages = 4 buffers: the loads for kStages - 1 tiles ahead run while the
+// Before: rung 5: every thread copied its share of each tile with cp.async into the swizzled
+//         layout, fenced its writes for the async proxy (fence.proxy.async), and a __syncthreads
+//         per tile let the wgmmas read them.
+// Here:   the same wgmma, tiles and layout; the copy engine writes them. One warpgroup (4 warps,
+//         128 threads) computes a 64 x 128 tile of C with wgmma.mma_async.m64n128k16. The tiles
+//         arrive by TMA: thread 0 hands the copy engine a tensor map (built once on the host) and
+//         a box coordinate; the engine writes the box into shared memory already in the 128-byte
+//         swizzle that wgmma reads, and counts the bytes down on an mbarrier, which the threads
+//         wait on. TMA writes through the async proxy, as wgmma reads, so no proxy fence is
+//         needed. kStages = 4 buffers: the loads for kStages - 1 tiles ahead run while the
 //         tensor cores work. A stage is refilled only after every thread has waited for its wgmmas.
 // Lacks:  size and overlap. A 64 x 128 tile uses each loaded element of A 128 times and of B
 //         64 times (a 128 x 256 tile: 256 and 128); one warpgroup waits for its own wgmmas before
 //         it issues the next tile's, so the tensor cores idle at every step; thread 0 both loads
 //         and computes.
-// Next:   rung 5: a 128 x 256 tile for two consumer warpgroups
-//         (diff kernels/4_wgmma_tma.cuh kernels/5_two_warpgroups.cuh).
-// Run:    ./build/bin/tensor_core_gemm --rung=4
+// Next:   rung 7: a 128 x 256 tile for two consumer warpgroups
+//         (diff kernels/6_wgmma_tma.cuh kernels/7_two_warpgroups.cuh).
+// Run:    ./build/bin/tensor_core_gemm --rung=6
 // Shapes: M a multiple of 64, N of 128, K of 64 (main.cu asks for multiples of 256, 256, 64).
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung4 {
+namespace rung6 {
 
 constexpr int kBM = 64, kBN = 128, kBK = 64, kStages = 4;
 constexpr int kThreads = 128;                            // one warpgroup
@@ -92,4 +93,4 @@ inline void launch(const Gemm& g) {
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung4
+}  // namespace rung6
