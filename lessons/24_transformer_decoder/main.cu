@@ -98,7 +98,7 @@ static void report_speed(lesson::Report& report, const Decoder& D, const cudaDev
                              t.prefill_ms, tflops, "TFLOP/s", t.blas_tflops, "cuBLAS GEMM",
                              lesson::small_gemm_note(r.batch * r.prompt, 2 * m.mlp, prop));
     report.metric("prefill tokens/s", double(r.batch * r.prompt) / (t.prefill_ms / 1e3), "tokens/s");
-    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e6));
+    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e9));  // GB/s: 1e9 bytes a second
     const double tps = double(r.batch) / (t.graph_ms / 1e3);
     report.variant_bound("decode step, CUDA graph", t.graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
     report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3), "tokens/s",
@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     cli.add_int("gpus", &gpus, 1, 1, "GPUs: 1 (tensor parallelism over 2 is not in this version)");
     cli.parse_or_exit(argc, argv);
     const Dims m = model_dims(model, opt.quick, given);
+    if (opt.quick) model = "tiny";  // what the report's config says is what ran
     const RunSize r{batch, prompt, tokens, page};
     const uint64_t seed = uint64_t(opt.seed);
     Decoder D{m, r};
@@ -172,10 +173,10 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamCreate(&D.s));
     CUBLAS_CHECK(cublasCreate(&D.blas));
     CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
-    CUDA_CHECK(cudaMalloc(&D.d_ws, 32 << 20));  // its own workspace: a graph capture must not allocate
+    alloc(D.d_ws, 32 << 20, 0);  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
     lesson::Gate fast_paths(report);  // not the run's gate: without them, cuBLAS and causalAttention
-    if (fast_paths.run("lesson 20's rung 9 for the prefill GEMMs", wgmma_needs()))
+    if (fast_paths.run("lesson 20's rung 11 for the prefill GEMMs", wgmma_needs()))
         D.encode = lesson::tensor_map_encoder();
     if (D.encode && (r.batch * r.prompt) % 256 != 0)
         report.note("prefill GEMMs by cuBLAS: batch x prompt is not a multiple of 256");

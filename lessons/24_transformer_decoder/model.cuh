@@ -73,9 +73,8 @@ struct Decoder {
     DecodeState st{};
     SampleRule rule{};
     bool blas_for[kProjs] = {};
-    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    HeadMajor
-        hm;  // hm.q set: prefill attention by lesson 21's rung 6  // set: prefill GEMMs by lesson 20's rung 9 where they fit
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;  // set: prefill GEMMs by lesson 20's rung 11 where they fit
+    HeadMajor hm;                                       // hm.q set: prefill attention by lesson 21's rung 6
     Breakdown* bd = nullptr;  // set: time each launch (a stream-launched step)
     int check_layer = -1;     // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
@@ -146,47 +145,48 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
            (32 << 20);
 }
 
+// A device buffer, filled as it is made: 0xFF (NaN as fp32 and as bf16, -1 as int) where a kernel
+// writes it before anything reads it, so that a missed write shows in the checks as NaN, or 0 where
+// zero is its starting state (counters). Nothing is read before it is set.
+template <class T>
+static void alloc(T*& p, size_t bytes, int fill = 0xFF) {
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    CUDA_CHECK(cudaMemset(p, fill, bytes));
+}
+
 static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
     const size_t rows = size_t(r.batch * r.ctx());
     work_bytes(m, r, &D.proj_floats);
-    CUDA_CHECK(cudaMalloc(&D.proj, D.proj_floats * 4));
+    alloc(D.proj, D.proj_floats * 4);
     const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
-    for (float*& y : D.gemv_y) CUDA_CHECK(cudaMalloc(&y, size_t(r.batch * widest) * 4));
-    CUDA_CHECK(cudaMalloc(&D.planes, D.proj_floats * 4));
-    CUDA_CHECK(cudaMalloc(&D.gemv_done, size_t(widest / kGemvCols + 1) * 4));
-    CUDA_CHECK(cudaMemset(D.gemv_done, 0, size_t(widest / kGemvCols + 1) * 4));
-    CUDA_CHECK(cudaMalloc(&D.x, rows * m.d * 4));
-    CUDA_CHECK(cudaMalloc(&D.xn, rows * m.d * 2));
-    CUDA_CHECK(cudaMalloc(&D.q, rows * m.d * 2));
-    CUDA_CHECK(cudaMalloc(&D.attn, rows * m.d * 2));
-    CUDA_CHECK(cudaMalloc(&D.act, rows * m.mlp * 2));
+    for (float*& y : D.gemv_y) alloc(y, size_t(r.batch * widest) * 4);
+    alloc(D.planes, D.proj_floats * 4);
+    alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
+    alloc(D.x, rows * m.d * 4);
+    alloc(D.xn, rows * m.d * 2);
+    alloc(D.q, rows * m.d * 2);
+    alloc(D.attn, rows * m.d * 2);
+    alloc(D.act, rows * m.mlp * 2);
     if (head_major) {
-        for (bf16** p : {&D.hm.q, &D.hm.k, &D.hm.v, &D.hm.o}) CUDA_CHECK(cudaMalloc(p, rows * m.d * 2));
+        for (bf16** p : {&D.hm.q, &D.hm.k, &D.hm.v, &D.hm.o}) alloc(*p, rows * m.d * 2);
         D.hm.group = int(m.group());
     }
-    CUDA_CHECK(cudaMalloc(&D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4));
-    CUDA_CHECK(cudaMalloc(&D.d_tokens, rows * 4));
-    CUDA_CHECK(cudaMalloc(&D.d_zero, r.batch * 4));
-    CUDA_CHECK(cudaMemset(D.d_zero, 0, r.batch * 4));
+    alloc(D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4);
+    alloc(D.d_tokens, rows * 4, 0);
+    alloc(D.d_zero, r.batch * 4, 0);
     // Decode: the split-key attention's partials, the state the graph reads, every step's logits.
     D.splits = int(std::clamp<int64_t>((2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch), 1,
                                        std::min<int64_t>(64, (r.ctx() + 31) / 32)));
-    CUDA_CHECK(cudaMalloc(&D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4));
-    CUDA_CHECK(cudaMalloc(&D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4));
-    CUDA_CHECK(cudaMalloc(&D.attn_done, size_t(r.batch * m.kv_heads) * 4));
-    CUDA_CHECK(cudaMemset(D.attn_done, 0, size_t(r.batch * m.kv_heads) * 4));
-    CUDA_CHECK(cudaMalloc(&D.st.len, r.batch * 4));
-    CUDA_CHECK(cudaMalloc(&D.st.step, 4));
-    CUDA_CHECK(cudaMalloc(&D.st.next, r.batch * 4));
-    CUDA_CHECK(cudaMalloc(&D.st.history, size_t(r.tokens) * r.batch * 4));
-    CUDA_CHECK(cudaMalloc(&D.step_logits, size_t(r.tokens) * r.batch * m.vocab * 4));
-    CUDA_CHECK(cudaMemset(D.step_logits, 0xFF, size_t(r.tokens) * r.batch * m.vocab * 4));
-    // Poisoned (0xFF: NaN floats): whatever a kernel fails to write shows in the checks.
-    CUDA_CHECK(cudaMemset(D.xn, 0xFF, rows * m.d * 2));
-    CUDA_CHECK(cudaMemset(D.logits, 0xFF, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4));
-    CUDA_CHECK(cudaMemset(D.st.history, 0xFF, size_t(r.tokens) * r.batch * 4));
+    alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
+    alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
+    alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
+    alloc(D.st.len, r.batch * 4, 0);
+    alloc(D.st.step, 4, 0);
+    alloc(D.st.next, r.batch * 4, 0);
+    alloc(D.st.history, size_t(r.tokens) * r.batch * 4);
+    alloc(D.step_logits, size_t(r.tokens) * r.batch * m.vocab * 4);
 }
 
 // The pool: batch x pages blocks per layer, handed out in a seeded random order, so that a
@@ -195,9 +195,8 @@ static void make_cache(Decoder& D, uint64_t seed) {
     const RunSize& r = D.r;
     D.blocks = int(r.batch * r.pages());
     D.layer_elems = size_t(D.blocks) * 2 * D.m.kvd() * r.page;
-    CUDA_CHECK(cudaMalloc(&D.d_pool, size_t(D.m.layers) * D.layer_elems * sizeof(bf16)));
-    CUDA_CHECK(cudaMemset(D.d_pool, 0xFF, size_t(D.m.layers) * D.layer_elems * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&D.d_table, size_t(D.blocks) * 4));
+    alloc(D.d_pool, size_t(D.m.layers) * D.layer_elems * sizeof(bf16));
+    alloc(D.d_table, size_t(D.blocks) * 4);
     D.h_table.assign(size_t(D.blocks), -1);
     D.held.assign(size_t(r.batch), 0);
     D.free_blocks.resize(size_t(D.blocks));
@@ -231,7 +230,7 @@ static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows,
     return {D.proj, N};
 }
 
-// A prefill projection: lesson 20's rung 9 where it runs and the shape fits its tiles, else cuBLAS.
+// A prefill projection: lesson 20's rung 11 where it runs and the shape fits its tiles, else cuBLAS.
 static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
     if (!D.encode || !wgmma_fits(rows, K, N)) return gemm_cublas(D, A, W, rows, K, N);
     gemm_wgmma(D.encode, A, W, D.proj, rows, K, N, D.sms);

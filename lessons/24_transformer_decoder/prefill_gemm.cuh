@@ -9,22 +9,22 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "20_tensor_core_gemm/kernels/9_wgmma_pipelined.cuh"
+#include "20_tensor_core_gemm/kernels/11_wgmma_pipelined.cuh"
 #include "common/check.h"
 #include "common/needs.h"
 #include "common/tensor_map.h"
 
-// What lesson 20's rung 9 needs of the GPU, and of the shape (its tiles: 256 rows, 256 columns, 64 deep).
+// What lesson 20's rung 11 needs of the GPU, and of the shape (its tiles: 256 rows, 256 columns, 64 deep).
 inline lesson::Needs wgmma_needs() {
     lesson::Needs n;
     n.sm90a = true;
     n.clusters = true;
-    n.smem = size_t(rung9::kSmemBytes);
+    n.smem = size_t(rung11::kSmemBytes);
     return n;
 }
 inline bool wgmma_fits(int64_t rows, int64_t K, int64_t N) { return rows % 256 == 0 && N % 256 == 0 && K % 64 == 0; }
 
-// C (rows x N, fp32) = A (rows x K) W (K x N), both bf16 row-major, by rung 9: the TMA descriptors
+// C (rows x N, fp32) = A (rows x K) W (K x N), both bf16 row-major, by rung 11: the TMA descriptors
 // of A and W in the boxes and swizzle its kernel reads (64 x 64 elements, 128-byte swizzle).
 inline void gemm_wgmma(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* A, const bf16* W, float* C, int64_t rows,
                        int64_t K, int64_t N, int sms) {
@@ -42,5 +42,5 @@ inline void gemm_wgmma(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* A, 
             lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__,
                               __LINE__);
     }
-    rung9::launch(Gemm{int(rows), int(N), int(K), A, W, C, &maps[0], &maps[1], sms});
+    rung11::launch(Gemm{int(rows), int(N), int(K), A, W, C, &maps[0], &maps[1], sms});
 }

@@ -133,11 +133,15 @@ inline Model model(const Dims& m, uint64_t seed) {
     for (int64_t l = 0; l < m.layers; ++l) M.layers.push_back(layer(m, seed, l));
     return M;
 }
-inline std::vector<double> logits(const Model& M, const std::vector<int>& tokens, int64_t from) {
+// terms, if given: the same shape, sum_k |h_k W[k][v]| of each logit's dot product (h the final
+// normed row), the scale of its error (checks.cuh, logit_eps).
+inline std::vector<double> logits(const Model& M, const std::vector<int>& tokens, int64_t from,
+                                  std::vector<double>* terms = nullptr) {
     const Dims& m = M.m;
     const int64_t n = int64_t(tokens.size()), d = m.d;
     std::vector<double> x(static_cast<size_t>(n * d)), delta(static_cast<size_t>(n * d)),
         out(static_cast<size_t>((n - from) * m.vocab));
+    if (terms) terms->assign(out.size(), 0.0);
     for (int64_t t = 0; t < n; ++t)
         for (int64_t c = 0; c < d; ++c) x[t * d + c] = M.embed[size_t(tokens[t]) * d + c];
     std::vector<int64_t> all(static_cast<size_t>(n));
@@ -151,6 +155,12 @@ inline std::vector<double> logits(const Model& M, const std::vector<int>& tokens
         for (uint64_t i = b; i < e; ++i) {
             rmsnorm(x.data() + (from + i) * d, M.final_norm.data(), d, h.data());
             matvec(h.data(), M.lm_head.data(), d, m.vocab, out.data() + i * m.vocab);
+            if (!terms) continue;
+            double* t = terms->data() + i * m.vocab;
+            for (int64_t k = 0; k < d; ++k) {
+                const float* w = M.lm_head.data() + size_t(k) * m.vocab;
+                for (int64_t v = 0; v < m.vocab; ++v) t[v] += std::fabs(h[k] * double(w[v]));
+            }
         }
     });
     return out;
