@@ -64,6 +64,8 @@ struct Decoder {
     float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr,
           *part_o = nullptr;
     size_t proj_floats = 0;
+    float* ssq = nullptr;           // decode: x's sums of squares, [batch][tiles()] (XNormed)
+    Parts gu{};                     // decode: the gate/up projection's output, where it went
     float* planes = nullptr;        // a decode GEMV's split-K partial sums
     float* gemv_y[2] = {};          // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
     unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
@@ -79,6 +81,7 @@ struct Decoder {
     int check_layer = -1;     // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
 
+    int tiles() const { return int((m.d + kGemvCols - 1) / kGemvCols); }  // 256-column tiles of a row of x
     PagedKv kv(int l) const {
         return {d_pool + size_t(l) * layer_elems, d_table, int(r.pages()), int(r.page), int(m.kv_heads), int(m.hd())};
     }
@@ -165,6 +168,7 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     alloc(D.planes, D.proj_floats * 4);
     alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
     alloc(D.x, rows * m.d * 4);
+    alloc(D.ssq, size_t(r.batch * D.tiles()) * 4);
     alloc(D.xn, rows * m.d * 2);
     alloc(D.q, rows * m.d * 2);
     alloc(D.attn, rows * m.d * 2);
@@ -237,20 +241,64 @@ static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows
     return {D.proj, N};
 }
 
-// A decode projection: the GEMV of kernels/gemv.cuh, or cuBLAS where it was measured faster. The
-// down projection's GEMV takes its x as the SwiGLU of `gate_up` (XSwiglu); cuBLAS reads D.act.
-// `rope`: the Q|K|V GEMV rotates and stores its row itself (RopeToCache) and returns no Parts.
-static Parts project(Decoder& D, Proj p, const bf16* A, const bf16* W, int64_t K, int64_t N,
-                     const Parts* gate_up = nullptr, const RopeToCache* rope = nullptr) {
-    if (D.blas_for[p]) return gemm_cublas(D, A, W, D.r.batch, K, N);
-    const int splits = gemv_splits(D.r.batch, K, N, D.sms);
-    float* y = D.gemv_y[p == kPGateUp];
-    const YStore store{y, N};
-    const int64_t B = D.r.batch;
-    if (rope) launch_gemv(XRows{A, K}, W, D.planes, *rope, D.gemv_done, B, K, N, splits, D.s);
-    else if (gate_up) launch_gemv(XSwiglu{gate_up->p, K}, W, D.planes, store, D.gemv_done, B, K, N, splits, D.s);
-    else launch_gemv(XRows{A, K}, W, D.planes, store, D.gemv_done, B, K, N, splits, D.s);
-    return {y, N};
+// Projection p of a decode step (layer l; the LM head: kPLmHead), as the step runs it. The GEMV of
+// kernels/gemv.cuh normalizes its input as it reads it (XNormed: the RMSNorm before the Q|K|V, the
+// gate/up and the LM head) or gates it (XSwiglu: the down projection), and adds its output into the
+// residual stream (AddResidual: o and down) or rotates it into the cache (RopeToCache: Q|K|V) as it
+// writes it. Where cuBLAS was measured faster (blas_for), cuBLAS runs with kernels of a block per
+// 256 columns of a row around it doing the same. `timing` (choose_projections): the Q|K|V output is
+// stored, not written into the cache. Returns where the output went (gate/up, LM head).
+static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
+    static const char* gemv_names[kProjs] = {"qkv proj (norm in; RoPE, cache out)", "o proj (residual add out)",
+                                             "gate/up proj (norm in)", "down proj (SwiGLU in, residual add out)",
+                                             "lm head (norm in)"};
+    const Dims& m = D.m;
+    const int64_t B = D.r.batch, K = p == kPDown ? m.mlp : m.d;
+    const int64_t Ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab}, N = Ns[p];
+    const LayerWeights& w = D.layer[size_t(l)];
+    const bf16* Ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
+    const XNormed xn{D.x, p == kPQkv ? w.attn_norm : p == kPGateUp ? w.mlp_norm : D.final_norm, D.ssq, m.d, D.tiles()};
+    const AddResidual add{D.x, D.ssq, m.d, D.tiles()};
+    const YStore y{D.gemv_y[p == kPGateUp], N};
+    if (D.blas_for[p]) {
+        const dim3 tiles(unsigned(D.tiles()), unsigned(B));
+        const bf16* in = p == kPWo ? D.attn : p == kPDown ? D.act : D.xn;
+        if (in == D.xn) D.k("rmsnorm", [&] { normTiles<<<tiles, kGemvCols, 0, D.s>>>(xn, D.xn); });
+        if (p == kPDown)
+            D.k("swiglu", [&] {
+                swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(D.gu, D.act, B,
+                                                                                                    m.mlp);
+            });
+        Parts out;
+        D.k(proj_name(p), [&] { out = gemm_cublas(D, in, Ws[p], B, K, N); });
+        if (p == kPWo || p == kPDown)
+            D.k("residual add", [&] {
+                residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, out, D.x, D.ssq, m.d);
+            });
+        if (p == kPQkv && !timing)
+            D.k("rope + cache", [&] {
+                ropeToCache<<<unsigned(B), 256, 0, D.s>>>(out, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads),
+                                                          HeadMajor{});
+            });
+        if (p == kPGateUp) D.gu = out;
+        CUDA_CHECK_LAUNCH();
+        return out;
+    }
+    const int splits = gemv_splits(B, K, N, D.sms);
+    D.k(gemv_names[p], [&] {
+        if (p == kPQkv && !timing) {
+            const RopeToCache rope{D.q, D.kv(int(l)), D.st.len, int(m.heads)};
+            launch_gemv(xn, Ws[p], D.planes, rope, D.gemv_done, B, K, N, splits, D.s);
+        } else if (p == kPWo) {
+            launch_gemv(XRows{D.attn, K}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.s);
+        } else if (p == kPDown) {
+            launch_gemv(XSwiglu{D.gu.p, m.mlp}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.s);
+        } else {
+            launch_gemv(xn, Ws[p], D.planes, y, D.gemv_done, B, K, N, splits, D.s);
+        }
+    });
+    if (p == kPGateUp) D.gu = {y.y, N};
+    return {y.y, N};
 }
 
 template <class F>
@@ -327,22 +375,12 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
 static void decode_step(Decoder& D) {
     const Dims& m = D.m;
     const unsigned B = unsigned(D.r.batch);
-    D.k("embed", [&] { embedTokens<<<B, 256, 0, D.s>>>(D.st.next, D.embed, D.x, m.d); });
-    Parts down{nullptr, m.d};
+    D.k("embed", [&] {
+        residualTiles<<<dim3(unsigned(D.tiles()), B), kGemvCols, 0, D.s>>>(D.st.next, D.embed, Parts{nullptr, m.d},
+                                                                           D.x, D.ssq, m.d);
+    });
     for (int64_t l = 0; l < m.layers; ++l) {
-        const LayerWeights& w = D.layer[l];
-        D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, w.attn_norm, D.xn, m.d, 1, 0); });
-        if (D.blas_for[kPQkv]) {
-            Parts qkv;
-            D.k("qkv proj", [&] { qkv = project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv()); });
-            D.k("rope + cache", [&] {
-                ropeToCache<<<B, 256, 0, D.s>>>(qkv, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads), HeadMajor{});
-            });
-        } else {
-            const RopeToCache rope{D.q, D.kv(int(l)), D.st.len, int(m.heads)};
-            D.k("qkv proj (RoPE and cache on the way out)",
-                [&] { project(D, kPQkv, D.xn, w.qkv, m.d, m.qkv(), nullptr, &rope); });
-        }
+        project(D, kPQkv, l);
         for_hd(m.hd(), [&](auto hd) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {
@@ -350,24 +388,11 @@ static void decode_step(Decoder& D) {
                                                                             D.part_ml, D.part_o, D.attn_done, D.attn);
             });
         });
-        Parts o;
-        D.k("o proj", [&] { o = project(D, kPWo, D.attn, w.wo, m.d, m.d); });
-        D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, 1, 0); });
-        Parts gu;
-        D.k("gate/up proj", [&] { gu = project(D, kPGateUp, D.xn, w.gate_up, m.d, 2 * m.mlp); });
-        if (D.blas_for[kPDown]) {  // cuBLAS reads the activation from memory
-            D.k("swiglu", [&] {
-                swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(gu, D.act, B,
-                                                                                                    m.mlp);
-            });
-            D.k("down proj", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d); });
-        } else {
-            D.k("down proj (SwiGLU on the way in)", [&] { down = project(D, kPDown, D.act, w.down, m.mlp, m.d, &gu); });
-        }
+        project(D, kPWo, l);
+        project(D, kPGateUp, l);
+        project(D, kPDown, l);
     }
-    D.k("add + rmsnorm", [&] { addRmsNorm<<<B, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, 1, 0); });
-    Parts lm;
-    D.k("lm head", [&] { lm = project(D, kPLmHead, D.xn, D.lm_head, m.d, m.vocab); });
+    const Parts lm = project(D, kPLmHead, 0);
     D.k("sample", [&] { sampleTokens<<<B, kSampleThreads, 0, D.s>>>(lm, 1, D.step_logits, D.st, int(B), D.rule); });
     D.k("advance", [&] { advance<<<1, 64, 0, D.s>>>(D.st, int(B)); });
     CUDA_CHECK_LAUNCH();

@@ -14,33 +14,25 @@
 #include "common/timer.h"
 #include "model.cuh"
 
-// Each projection's (K, N), weights (layer 0's, and the LM head) and input rows.
-static void proj_shape(const Decoder& D, int p, int64_t& K, int64_t& N, const bf16*& W, const bf16*& x) {
-    const Dims& m = D.m;
-    const LayerWeights& w = D.layer[0];
-    const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
-    const bf16* ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
-    K = ks[p], N = ns[p], W = ws[p], x = p == kPDown ? D.act : D.xn;
-}
-
-// Times every decode projection both ways at the run's batch; the faster serves the decode step.
-// GB/s are the weights' bytes over the time (the rows of x are a few KB).
+// Times every decode projection both ways at the run's batch, each as the step runs it (project:
+// the GEMV with its norm, SwiGLU and residual add folded in, or cuBLAS with the kernels around
+// it); the faster serves the decode step. GB/s are the weights' bytes over the time (the rows of x
+// are a few KB).
 static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
+    const Dims& m = D.m;
+    const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
     std::string won;
     for (int p = 0; p < kProjs; ++p) {
-        int64_t K, N;
-        const bf16 *W, *x;
-        proj_shape(D, p, K, N, W, x);
         const std::vector<double> ms = lesson::time_interleaved_ms(
             repeat, 2,
             [&](int v) {
                 D.blas_for[p] = v == 1;
-                project(D, Proj(p), x, W, K, N);
+                project(D, Proj(p), 0, true);
             },
             D.s);
         D.blas_for[p] = ms[1] < ms[0];
-        const double gb = double(K) * N * 2 / 1e9;
-        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
+        const double gb = double(ks[p]) * ns[p] * 2 / 1e9;
+        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(ks[p]) + "x" + std::to_string(ns[p]);
         report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
         report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
         won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");

@@ -69,11 +69,13 @@ __device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0,
         st.l = st.l * scale + ps;
 #pragma unroll
         for (int i = 0; i < HD / 32; ++i) st.o[i] *= scale;
-        const int n = min(32, k1 - c0);
-#pragma unroll 4
-        for (int j = 0; j < n; ++j) {
+        // All 32 V rows at once, none conditional, so that their loads are all in flight together:
+        // past k1 the row read is the chunk's last key's (a real one), weighted by p = 0.
+        const int last = min(32, k1 - c0) - 1;
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
             const float pj = __shfl_sync(0xffffffffu, p, j);
-            const bf16* v = kv.at(b, 1, g, c0 + j) + lane * (HD / 32);
+            const bf16* v = kv.at(b, 1, g, c0 + min(j, last)) + lane * (HD / 32);
 #pragma unroll
             for (int i = 0; i < HD / 32; ++i) st.o[i] += pj * __bfloat162float(v[i]);
         }
@@ -133,15 +135,27 @@ __global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads
     }
     __syncthreads();
     if (!last) return;
+    // Lane j holds splits j and j + 32 (at most 64): their (m, l) read at once, M and L by shuffles.
     const float* ml = part_ml + row * splits * 2;
-    float M = -INFINITY;
-    for (int t = 0; t < splits; ++t) M = fmaxf(M, __ldcg(ml + 2 * t));
-    float L = 0.0f, o[HD / 32] = {};
-    for (int t = 0; t < splits; ++t) {
-        const float f = exp2f(__ldcg(ml + 2 * t) - M);  // 0 for an empty split (m = -inf)
-        L += __ldcg(ml + 2 * t + 1) * f;
+    float ms[2], ls[2], M = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < HD / 32; ++i) o[i] += __ldcg(part_o + (row * splits + t) * HD + lane * (HD / 32) + i) * f;
+    for (int u = 0; u < 2; ++u) {
+        const int t = lane + 32 * u;
+        ms[u] = t < splits ? __ldcg(ml + 2 * t) : -INFINITY;
+        ls[u] = t < splits ? __ldcg(ml + 2 * t + 1) : 0.0f;
+        M = fmaxf(M, ms[u]);
+    }
+    for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+    float f[2], L = 0.0f, o[HD / 32] = {};
+#pragma unroll
+    for (int u = 0; u < 2; ++u) L += ls[u] * (f[u] = exp2f(ms[u] - M));  // f = 0 for an empty split (m = -inf)
+    for (int off = 16; off > 0; off >>= 1) L += __shfl_xor_sync(0xffffffffu, L, off);
+#pragma unroll 8
+    for (int t = 0; t < splits; ++t) {
+        const float f0 = __shfl_sync(0xffffffffu, f[0], t % 32), f1 = __shfl_sync(0xffffffffu, f[1], t % 32);
+        const float ft = t < 32 ? f0 : f1;
+#pragma unroll
+        for (int i = 0; i < HD / 32; ++i) o[i] += __ldcg(part_o + (row * splits + t) * HD + lane * (HD / 32) + i) * ft;
     }
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) out[row * HD + lane * (HD / 32) + i] = __float2bfloat16_rn(o[i] / L);

@@ -20,29 +20,77 @@
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
-// Where the GEMV's x comes from: rows of bf16 (x[b][k]), or the SwiGLU of the gate/up projection's
-// fp32 output, computed as the down projection reads it (silu(gate) * up, rounded to bf16 as the
-// prefill's swiglu kernel rounds it): no kernel and no buffer for the MLP's activation.
+constexpr int kGemvMaxRows = 64;                   // the largest batch (problem.cuh)
+
+// Where the GEMV's x comes from: rows of bf16 (x[b][k]); the RMSNorm of the fp32 residual stream,
+// normalized as it is read (XNormed); or the SwiGLU of the gate/up projection's fp32 output,
+// computed as the down projection reads it (silu(gate) * up, rounded to bf16 as the prefill's
+// swiglu kernel rounds it): no kernel and no buffer for the normed rows or the MLP's activation.
+// prepare() runs once per block before the first read (sh: kGemvMaxRows floats of shared memory).
 struct XRows {
     const bf16* x;
     int64_t K;
+    __device__ __forceinline__ void prepare(float*, int64_t) {}
     __device__ __forceinline__ float operator()(int64_t b, int64_t k) const {
         return __bfloat162float(x[size_t(b) * K + k]);
+    }
+};
+// Row b of x (K = d floats) times rsqrt(mean of its squares + eps) times the norm's weight w,
+// rounded to bf16 as addRmsNorm rounds it. The sum of squares comes in pieces, one per 256-column
+// tile of the row (ssq[b][tiles]), left by whatever wrote x last (AddResidual, residualTiles):
+// each block adds a row's pieces once, in tile order, into its shared scale.
+struct XNormed {
+    const float* x;
+    const bf16* w;
+    const float* ssq;
+    int64_t K;
+    int tiles;
+    const float* scale = nullptr;
+    __device__ __forceinline__ void prepare(float* sh, int64_t B) {
+        for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
+            float ss = 0.0f;
+            for (int t = 0; t < tiles; ++t) ss += ssq[b * tiles + t];
+            sh[b] = rsqrtf(ss / float(K) + float(kNormEps));
+        }
+        scale = sh;
+    }
+    __device__ __forceinline__ float operator()(int64_t b, int64_t k) const {
+        return __bfloat162float(__float2bfloat16_rn(x[size_t(b) * K + k] * scale[b] * __bfloat162float(w[k])));
     }
 };
 // What the last block does with a finished row of its tile (row[t]: column c = tile * 256 + t of
 // sequence b; the whole tile's row is in shared memory, so an epilogue may pair columns of one head):
 // store it to y, or (paged_cache.cuh, RopeToCache) rotate it and put it into the cache.
+// An epilogue returns the square of what it stored where kSquares is set: the kernel sums them over
+// the tile and hands the sum to squares(), the statistics of the next RMSNorm (XNormed).
 struct YStore {
+    static constexpr bool kSquares = false;
     float* y;
     int64_t N;
-    __device__ __forceinline__ void operator()(int64_t b, int64_t c, int t, const float* row) const {
+    __device__ __forceinline__ float operator()(int64_t b, int64_t c, int t, const float* row) const {
         y[size_t(b) * N + c] = row[t];
+        return 0.0f;
     }
+};
+// The o and down projections: the row is the block's output, added into the residual stream x
+// (N = d floats a row), and the tile's sum of squares of the new x goes to ssq[b][tile].
+struct AddResidual {
+    static constexpr bool kSquares = true;
+    float* x;
+    float* ssq;
+    int64_t N;
+    int tiles;
+    __device__ __forceinline__ float operator()(int64_t b, int64_t c, int t, const float* row) const {
+        const float v = x[size_t(b) * N + c] + row[t];
+        x[size_t(b) * N + c] = v;
+        return v * v;
+    }
+    __device__ __forceinline__ void squares(int64_t b, int tile, float s) const { ssq[b * tiles + tile] = s; }
 };
 struct XSwiglu {
     const float* gate_up;  // [b][2 mlp]: gate in columns 0..mlp-1, up in mlp..2 mlp-1
     int64_t mlp;
+    __device__ __forceinline__ void prepare(float*, int64_t) {}
     __device__ __forceinline__ float operator()(int64_t b, int64_t k) const {
         const float g = gate_up[size_t(b) * 2 * mlp + k], u = gate_up[size_t(b) * 2 * mlp + mlp + k];
         return __bfloat162float(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
@@ -55,9 +103,11 @@ template <int BT, class X, class E>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
-    __shared__ float row[kGemvCols];
+    __shared__ float row[kGemvCols], scale[kGemvMaxRows], warp_sq[kGemvWarps];
     __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    x.prepare(scale, B);
+    __syncthreads();
     const int64_t col = int64_t(blockIdx.x) * kGemvCols + lane * 8;
     const int64_t chunk = (K + gridDim.y - 1) / gridDim.y, k0 = blockIdx.y * chunk, k1 = min(K, k0 + chunk);
     float* plane = planes + size_t(blockIdx.y) * B * N;
@@ -110,7 +160,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
             for (unsigned sp = 0; sp < gridDim.y; ++sp) sum += __ldcg(planes + (size_t(sp) * B + b) * N + c);
         row[threadIdx.x] = sum;
         __syncthreads();
-        if (c < N) epilogue(b, c, int(threadIdx.x), row);
+        float sq = c < N ? epilogue(b, c, int(threadIdx.x), row) : 0.0f;
+        if constexpr (E::kSquares) {
+            for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            if (lane == 0) warp_sq[warp] = sq;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                float s = 0.0f;
+                for (int w = 0; w < kGemvWarps; ++w) s += warp_sq[w];
+                epilogue.squares(b, int(blockIdx.x), s);
+            }
+        }
         __syncthreads();
     }
 }

@@ -82,15 +82,16 @@ __global__ void ropeToCache(Parts qkv, const int* start, int64_t seq_rows, bf16*
 // Decode's Q|K|V GEMV epilogue (kernels/gemv.cuh): ropeToCache's work on the finished row, done by
 // the GEMV's last block instead of a kernel of its own (a tile of 256 columns holds whole heads).
 struct RopeToCache {
+    static constexpr bool kSquares = false;
     bf16* q;  // [batch][heads][hd]
     PagedKv kv;
     const int* len;  // the position of each sequence's new token
     int heads;
-    __device__ __forceinline__ void operator()(int64_t b, int64_t c, int t, const float* row) const {
+    __device__ __forceinline__ float operator()(int64_t b, int64_t c, int t, const float* row) const {
         const int hd = kv.hd, half = hd / 2, slot = int(c / hd), i = int(c % hd), pos = len[b];
         if (slot >= heads + kv.kv_heads) {  // V: as it is
             kv.at(int(b), 1, slot - heads - kv.kv_heads, pos)[i] = __float2bfloat16_rn(row[t]);
-            return;
+            return 0.0f;
         }
         float s, co;
         rope_angle(pos, i % half, hd, s, co);
@@ -98,5 +99,6 @@ struct RopeToCache {
         const float y = i < half ? x0 * co - x1 * s : x0 * s + x1 * co;
         bf16* dst = slot < heads ? q + (size_t(b) * heads + slot) * hd : kv.at(int(b), 0, slot - heads, pos);
         dst[i] = __float2bfloat16_rn(y);
+        return 0.0f;
     }
 };
