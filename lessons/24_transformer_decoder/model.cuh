@@ -70,6 +70,8 @@ struct Decoder {
     float* gemv_y[2] = {};          // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
     unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
     unsigned* attn_done = nullptr;  // decodeSplit's counters, one per (sequence, KV head)
+    Best* best = nullptr;           // sampleTokens: each block's largest logit, [batch][sample_chunks]
+    unsigned* sample_done = nullptr;  // its counters, one per sequence
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
     int *d_tokens = nullptr, *d_zero = nullptr;
     DecodeState st{};
@@ -186,6 +188,8 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
     alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
     alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
+    alloc(D.best, size_t(r.batch * sample_chunks(m.vocab)) * sizeof(Best));
+    alloc(D.sample_done, size_t(r.batch) * 4, 0);
     alloc(D.st.len, r.batch * 4, 0);
     alloc(D.st.step, 4, 0);
     alloc(D.st.next, r.batch * 4, 0);
@@ -360,8 +364,8 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
                               CUDA_R_32F, int(m.vocab), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (sample) {
         const Parts lm{D.logits, m.vocab};
-        sampleTokens<<<unsigned(D.r.batch), kSampleThreads, 0, D.s>>>(lm, int(keep), D.step_logits, D.st,
-                                                                      int(D.r.batch), D.rule);
+        sampleTokens<<<dim3(unsigned(sample_chunks(m.vocab)), unsigned(D.r.batch)), kSampleThreads, 0, D.s>>>(
+            lm, int(keep), D.step_logits, D.st, int(D.r.batch), D.rule, D.best, D.sample_done);
         CUDA_CHECK_LAUNCH();
     }
 }
@@ -393,7 +397,10 @@ static void decode_step(Decoder& D) {
         project(D, kPDown, l);
     }
     const Parts lm = project(D, kPLmHead, 0);
-    D.k("sample", [&] { sampleTokens<<<B, kSampleThreads, 0, D.s>>>(lm, 1, D.step_logits, D.st, int(B), D.rule); });
+    D.k("sample", [&] {
+        sampleTokens<<<dim3(unsigned(sample_chunks(m.vocab)), B), kSampleThreads, 0, D.s>>>(
+            lm, 1, D.step_logits, D.st, int(B), D.rule, D.best, D.sample_done);
+    });
     D.k("advance", [&] { advance<<<1, 64, 0, D.s>>>(D.st, int(B)); });
     CUDA_CHECK_LAUNCH();
 }

@@ -1,5 +1,6 @@
 // Lesson 24 of the course (the transformer decoder): the last kernels of a step. The sampler turns
-// each sequence's logits into its next token: greedy (the largest logit, the lowest index on a
+// each sequence's logits into its next token (a block per 1024 logits, the last block of each
+// sequence drawing): greedy (the largest logit, the lowest index on a
 // tie), top-k (among the k largest) or top-p (among the fewest largest whose probability reaches
 // p), both with a seeded generator; then `advance` moves every sequence one position on. Both
 // read and write their state in device memory, so one captured graph serves every step.
@@ -52,28 +53,59 @@ __device__ void block_argmax(float& v, int& idx, float* shv, int* shi) {
         if (shv[i] > v || (shv[i] == v && shi[i] < idx)) v = shv[i], idx = shi[i];
 }
 
-// One block per sequence b. Its logits are row b * keep + keep - 1 of `lm` (prefill keeps `keep`
-// rows per sequence, decode one); they are written, summed, to logits[step][b] for the checks.
-__global__ void __launch_bounds__(kSampleThreads)
-    sampleTokens(Parts lm, int keep, float* logits, DecodeState st, int batch, SampleRule rule) {
+// A block's largest logit and its index (the lowest among equals), for the sequence's last block.
+struct Best {
+    float v;
+    int i;
+};
+inline int sample_chunks(int64_t vocab) { return int((vocab + kSampleThreads - 1) / kSampleThreads); }
+
+// Grid (sample_chunks(vocab), batch): block c of sequence b takes logits c * 1024 .. of the row
+// b * keep + keep - 1 of `lm` (prefill keeps `keep` rows per sequence, decode one), a logit a
+// thread: it copies them to logits[step][b] (for the checks) and leaves their largest in
+// best[b][c]. The last block of the sequence to finish (done[b], which it sets back to zero) draws
+// the token: greedy, the largest of the blocks' largest; top-k and top-p, over the whole row,
+// written by then.
+__global__ void __launch_bounds__(kSampleThreads) sampleTokens(Parts lm, int keep, float* logits, DecodeState st,
+                                                               int batch, SampleRule rule, Best* best_of,
+                                                               unsigned* done) {
     __shared__ float shv[32];
     __shared__ int shi[32];
     __shared__ float prefix[kSampleThreads];
-    const int b = blockIdx.x, V = int(lm.cols), step = *st.step;
+    __shared__ bool last;
+    const int b = blockIdx.y, V = int(lm.cols), step = *st.step, chunks = int(gridDim.x);
     float* lg = logits + (size_t(step) * batch + b) * V;
     float best = -INFINITY;
     int arg = V;
-    for (int i = threadIdx.x; i < V; i += kSampleThreads) {
-        const float v = lm.at(int64_t(b) * keep + keep - 1, i);
-        lg[i] = v;
-        if (v > best) best = v, arg = i;
+    const int mine_i = int(blockIdx.x) * kSampleThreads + int(threadIdx.x);
+    if (mine_i < V) {
+        const float v = lm.at(int64_t(b) * keep + keep - 1, mine_i);
+        lg[mine_i] = v;
+        if (v > best) best = v, arg = mine_i;
+    }
+    block_argmax(best, arg, shv, shi);
+    if (threadIdx.x == 0) best_of[size_t(b) * chunks + blockIdx.x] = {best, arg};
+    __threadfence();  // this block's logits and its best are visible before its count is
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(&done[b], 1u) == unsigned(chunks - 1);
+        if (last) done[b] = 0;
+    }
+    __syncthreads();
+    if (!last) return;
+    best = -INFINITY;
+    arg = V;
+    for (int c = threadIdx.x; c < chunks; c += kSampleThreads) {
+        const float v = __ldcg(&best_of[size_t(b) * chunks + c].v);
+        const int i = __ldcg(&best_of[size_t(b) * chunks + c].i);
+        if (v > best || (v == best && i < arg)) best = v, arg = i;
     }
     block_argmax(best, arg, shv, shi);
     int token = arg < V ? arg : 0;  // no finite logit (a NaN row): token 0, and the checks fail on the logits
     if (rule.kind != Sample::Greedy) {
-        // The kept set is {i : lg[i] >= tau}; tau by bisection between the smallest logit and the largest.
+        // The kept set is {i : lg[i] >= tau} (read from L2: other blocks wrote it); tau by bisection between the smallest logit and the largest.
         float low = best;
-        for (int i = threadIdx.x; i < V; i += kSampleThreads) low = fminf(low, lg[i]);
+        for (int i = threadIdx.x; i < V; i += kSampleThreads) low = fminf(low, __ldcg(lg + i));
         float neg = -low;
         int unused = 0;
         block_argmax(neg, unused, shv, shi);
@@ -81,7 +113,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         const float total = block_sum(
             [&] {
                 float s = 0.0f;
-                for (int i = threadIdx.x; i < V; i += kSampleThreads) s += __expf(lg[i] - best);
+                for (int i = threadIdx.x; i < V; i += kSampleThreads) s += __expf(__ldcg(lg + i) - best);
                 return s;
             }(),
             shv);
@@ -89,7 +121,7 @@ __global__ void __launch_bounds__(kSampleThreads)
             const float mid = 0.5f * (lo + hi);
             float c = 0.0f;
             for (int i = threadIdx.x; i < V; i += kSampleThreads)
-                if (lg[i] >= mid) c += rule.kind == Sample::TopK ? 1.0f : __expf(lg[i] - best);
+                if (__ldcg(lg + i) >= mid) c += rule.kind == Sample::TopK ? 1.0f : __expf(__ldcg(lg + i) - best);
             c = block_sum(c, shv);
             const bool enough = rule.kind == Sample::TopK ? c >= float(rule.top_k) : c >= rule.top_p * total;
             if (enough) lo = mid;
@@ -100,7 +132,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         const int per = (V + kSampleThreads - 1) / kSampleThreads, i0 = threadIdx.x * per, i1 = min(V, i0 + per);
         float mine = 0.0f;
         for (int i = i0; i < i1; ++i)
-            if (lg[i] >= lo) mine += __expf(lg[i] - best);
+            if (__ldcg(lg + i) >= lo) mine += __expf(__ldcg(lg + i) - best);
         prefix[threadIdx.x] = mine;
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -119,7 +151,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         float run = prefix[threadIdx.x];
         if (run <= target && target < run + mine)
             for (int i = i0; i < i1; ++i)
-                if (lg[i] >= lo && (run += __expf(lg[i] - best)) > target) {
+                if (__ldcg(lg + i) >= lo && (run += __expf(__ldcg(lg + i) - best)) > target) {
                     shi[1] = i;
                     break;
                 }
