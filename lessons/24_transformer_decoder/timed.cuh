@@ -23,11 +23,12 @@ static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
     const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
     std::string won;
     for (int p = 0; p < kProjs; ++p) {
+        int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
         const std::vector<double> ms = lesson::time_interleaved_ms(
             repeat, 2,
             [&](int v) {
                 D.blas_for[p] = v == 1;
-                project(D, Proj(p), 0, true);
+                project(D, Proj(p), runs++ % m.layers, true);
             },
             D.s);
         D.blas_for[p] = ms[1] < ms[0];
