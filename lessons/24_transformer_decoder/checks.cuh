@@ -33,8 +33,8 @@ constexpr double kLayerTol = 2e-2;
 
 // got against want, element i within eps * terms[i] (reference.h, logits), rel-L2 within eps;
 // NaN and Inf never pass.
-inline lesson::Check compare_logits(const float* got, const std::vector<double>& want,
-                                    const std::vector<double>& terms, double eps, const std::string& what) {
+inline lesson::Check compare_logits(const float* got, const std::vector<double>& want, const std::vector<double>& terms,
+                                    double eps, const std::string& what) {
     lesson::Check c;
     c.what = what;
     c.checked = want.size();
@@ -118,7 +118,8 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
     }
     report.check(compare_logits(o.prefill.data(), want_prefill, terms_prefill, eps,
                                 "prefill logits, every prompt position, vs CPU (double)"));
-    report.check(compare_logits(o.steps.data(), want_steps, terms_steps, eps, "decode logits, every step, vs CPU (double)"));
+    report.check(
+        compare_logits(o.steps.data(), want_steps, terms_steps, eps, "decode logits, every step, vs CPU (double)"));
     const char* what[] = {"greedy tokens vs CPU argmax (bf16 ties allowed)", "top-k tokens among the CPU's top k",
                           "top-p tokens inside the CPU's nucleus"};
     report.check(verify::check_exact(

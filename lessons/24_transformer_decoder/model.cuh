@@ -64,13 +64,13 @@ struct Decoder {
     float *x = nullptr, *proj = nullptr, *logits = nullptr, *step_logits = nullptr, *part_ml = nullptr,
           *part_o = nullptr;
     size_t proj_floats = 0;
-    float* ssq = nullptr;           // decode: x's sums of squares, [batch][tiles()] (XNormed)
-    Parts gu{};                     // decode: the gate/up projection's output, where it went
-    float* planes = nullptr;        // a decode GEMV's split-K partial sums
-    float* gemv_y[2] = {};          // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
-    unsigned* gemv_done = nullptr;  // its blocks' counters, one per 256 columns
-    unsigned* attn_done = nullptr;  // decodeSplit's counters, one per (sequence, KV head)
-    Best* best = nullptr;           // sampleTokens: each block's largest logit, [batch][sample_chunks]
+    float* ssq = nullptr;             // decode: x's sums of squares, [batch][tiles()] (XNormed)
+    Parts gu{};                       // decode: the gate/up projection's output, where it went
+    float* planes = nullptr;          // a decode GEMV's split-K partial sums
+    float* gemv_y[2] = {};            // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
+    unsigned* gemv_done = nullptr;    // its blocks' counters, one per 256 columns
+    unsigned* attn_done = nullptr;    // decodeSplit's counters, one per (sequence, KV head)
+    Best* best = nullptr;             // sampleTokens: each block's largest logit, [batch][sample_chunks]
     unsigned* sample_done = nullptr;  // its counters, one per sequence
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
     int *d_tokens = nullptr, *d_zero = nullptr;
@@ -78,9 +78,9 @@ struct Decoder {
     SampleRule rule{};
     bool blas_for[kProjs] = {};
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;  // set: prefill GEMMs by lesson 20's rung 11 where they fit
-    HeadMajor hm;                                       // hm.q set: prefill attention by lesson 21's rung 6
-    Breakdown* bd = nullptr;  // set: time each launch (a stream-launched step)
-    int check_layer = -1;     // prefill copies x before and after this layer
+    HeadMajor hm;                                        // hm.q set: prefill attention by lesson 21's rung 6
+    Breakdown* bd = nullptr;                             // set: time each launch (a stream-launched step)
+    int check_layer = -1;                                // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
 
     int tiles() const { return int((m.d + kGemvCols - 1) / kGemvCols); }  // 256-column tiles of a row of x
@@ -276,9 +276,8 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
         Parts out;
         D.k(proj_name(p), [&] { out = gemm_cublas(D, in, Ws[p], B, K, N); });
         if (p == kPWo || p == kPDown)
-            D.k("residual add", [&] {
-                residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, out, D.x, D.ssq, m.d);
-            });
+            D.k("residual add",
+                [&] { residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, out, D.x, D.ssq, m.d); });
         if (p == kPQkv && !timing)
             D.k("rope + cache", [&] {
                 ropeToCache<<<unsigned(B), 256, 0, D.s>>>(out, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads),
@@ -380,8 +379,8 @@ static void decode_step(Decoder& D) {
     const Dims& m = D.m;
     const unsigned B = unsigned(D.r.batch);
     D.k("embed", [&] {
-        residualTiles<<<dim3(unsigned(D.tiles()), B), kGemvCols, 0, D.s>>>(D.st.next, D.embed, Parts{nullptr, m.d},
-                                                                           D.x, D.ssq, m.d);
+        residualTiles<<<dim3(unsigned(D.tiles()), B), kGemvCols, 0, D.s>>>(D.st.next, D.embed, Parts{nullptr, m.d}, D.x,
+                                                                           D.ssq, m.d);
     });
     for (int64_t l = 0; l < m.layers; ++l) {
         project(D, kPQkv, l);

@@ -20,7 +20,7 @@
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
-constexpr int kGemvMaxRows = 64;                   // the largest batch (problem.cuh)
+constexpr int kGemvMaxRows = 64;  // the largest batch (problem.cuh)
 
 // Where the GEMV's x comes from: rows of bf16 (x[b][k]); the RMSNorm of the fp32 residual stream,
 // normalized as it is read (XNormed); or the SwiGLU of the gate/up projection's fp32 output,

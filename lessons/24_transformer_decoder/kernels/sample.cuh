@@ -66,9 +66,9 @@ inline int sample_chunks(int64_t vocab) { return int((vocab + kSampleThreads - 1
 // best[b][c]. The last block of the sequence to finish (done[b], which it sets back to zero) draws
 // the token: greedy, the largest of the blocks' largest; top-k and top-p, over the whole row,
 // written by then.
-__global__ void __launch_bounds__(kSampleThreads) sampleTokens(Parts lm, int keep, float* logits, DecodeState st,
-                                                               int batch, SampleRule rule, Best* best_of,
-                                                               unsigned* done) {
+__global__ void __launch_bounds__(kSampleThreads)
+    sampleTokens(Parts lm, int keep, float* logits, DecodeState st, int batch, SampleRule rule, Best* best_of,
+                 unsigned* done) {
     __shared__ float shv[32];
     __shared__ int shi[32];
     __shared__ float prefix[kSampleThreads];
@@ -103,7 +103,8 @@ __global__ void __launch_bounds__(kSampleThreads) sampleTokens(Parts lm, int kee
     block_argmax(best, arg, shv, shi);
     int token = arg < V ? arg : 0;  // no finite logit (a NaN row): token 0, and the checks fail on the logits
     if (rule.kind != Sample::Greedy) {
-        // The kept set is {i : lg[i] >= tau} (read from L2: other blocks wrote it); tau by bisection between the smallest logit and the largest.
+        // The kept set is {i : lg[i] >= tau}; tau by bisection between the smallest logit and the
+        // largest. The row is read from L2 (__ldcg): other blocks wrote it.
         float low = best;
         for (int i = threadIdx.x; i < V; i += kSampleThreads) low = fminf(low, __ldcg(lg + i));
         float neg = -low;
