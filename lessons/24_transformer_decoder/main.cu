@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     const bool whole_on_cpu = double(m.params()) * double(r.batch * r.ctx()) <= 4e9;
     const int64_t check_layer = int64_t(seed % uint64_t(m.layers));
     lesson::require_host_memory(uint64_t(whole_on_cpu ? m.params() : m.layer_params()) * 4 +
-                                    uint64_t(r.batch * r.ctx()) * (m.vocab * 24 + m.d * 16),
+                                    uint64_t(r.batch * r.ctx()) * (m.vocab * 40 + m.d * 16),
                                 "pageable", "--model=" + model);
 
     // 2. The device: bf16 needs cc 8.0; the weights and the run's buffers must fit.
