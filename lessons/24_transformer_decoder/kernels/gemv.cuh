@@ -4,7 +4,7 @@
 // left of the ridge): every lane loads 16 bytes (8 columns) of a row of W, a warp 512 contiguous
 // bytes, and the grid is split over K as well as N so that enough loads are in flight to cover
 // DRAM latency on every SM. Each split writes its own fp32 plane of partial sums; the last block
-// of a column tile to finish (a counter per tile) adds the tile's planes in split order and hands
+// of a column tile to finish (a counter per tile) adds the tile's planes in a fixed order and hands
 // each finished row to an epilogue (into y, or the Q|K|V projection's RoPE and cache writes):
 // one kernel, no atomics on the data, the same bits every run, and the counters left at zero for
 // the next launch (or the next replay of the graph).
@@ -153,11 +153,27 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     }
     __syncthreads();
     if (!last) return;
+    // The planes are summed by the whole block at once, not a column's splits one after another by
+    // its thread: warp w adds splits w, w + 8, ..., each lane 8 columns (two 16-byte loads a split,
+    // all of a warp's independent), then the warps' sums meet in shared memory in warp order. A
+    // serial sum over 32-64 splits would be as many L2 round trips while the whole GPU waits.
     const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
     for (int64_t b = 0; b < B; ++b) {
+        float acc[8] = {};
+        if (col < N) {
+#pragma unroll 4
+            for (unsigned sp = warp; sp < gridDim.y; sp += kGemvWarps) {
+                const float4* p = reinterpret_cast<const float4*>(planes + (size_t(sp) * B + b) * N + col);
+                const float4 lo = __ldcg(p), hi = __ldcg(p + 1);
+                acc[0] += lo.x, acc[1] += lo.y, acc[2] += lo.z, acc[3] += lo.w;
+                acc[4] += hi.x, acc[5] += hi.y, acc[6] += hi.z, acc[7] += hi.w;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) red[warp][0][lane * 8 + j] = acc[j];
+        __syncthreads();
         float sum = 0.0f;
-        if (c < N)
-            for (unsigned sp = 0; sp < gridDim.y; ++sp) sum += __ldcg(planes + (size_t(sp) * B + b) * N + c);
+        for (int w = 0; w < kGemvWarps; ++w) sum += red[w][0][threadIdx.x];
         row[threadIdx.x] = sum;
         __syncthreads();
         float sq = c < N ? epilogue(b, c, int(threadIdx.x), row) : 0.0f;
