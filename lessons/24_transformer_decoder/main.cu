@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
 
     // 3. Weights drawn on the GPU, the activations, the paged cache; cuBLAS on the lesson's stream.
     D.sms = prop.multiProcessorCount;
+    D.pdl = prop.major >= 9;  // decode kernels overlap their neighbours (kernels/pdl.cuh); plain launches elsewhere
     CUDA_CHECK(cudaStreamCreate(&D.s));
     CUBLAS_CHECK(cublasCreate(&D.blas));
     CUBLAS_CHECK(cublasSetStream(D.blas, D.s));

@@ -48,6 +48,7 @@ struct Decoder {
     Dims m;
     RunSize r;
     int sms = 0, splits = 1;  // decodeSplit's splits of the keys
+    bool pdl = false;         // cc 9.0+: each decode kernel may start while the one before it ends (kernels/pdl.cuh)
     cudaStream_t s = nullptr;
     cublasHandle_t blas = nullptr;
     void* d_ws = nullptr;
@@ -291,13 +292,13 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     D.k(gemv_names[p], [&] {
         if (p == kPQkv && !timing) {
             const RopeToCache rope{D.q, D.kv(int(l)), D.st.len, int(m.heads)};
-            launch_gemv(xn, Ws[p], D.planes, rope, D.gemv_done, B, K, N, splits, D.s);
+            launch_gemv(xn, Ws[p], D.planes, rope, D.gemv_done, B, K, N, splits, D.pdl, D.s);
         } else if (p == kPWo) {
-            launch_gemv(XRows{D.attn, K}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.s);
+            launch_gemv(XRows{D.attn, K}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.pdl, D.s);
         } else if (p == kPDown) {
-            launch_gemv(XSwiglu{D.gu.p, m.mlp}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.s);
+            launch_gemv(XSwiglu{D.gu.p, m.mlp}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.pdl, D.s);
         } else {
-            launch_gemv(xn, Ws[p], D.planes, y, D.gemv_done, B, K, N, splits, D.s);
+            launch_gemv(xn, Ws[p], D.planes, y, D.gemv_done, B, K, N, splits, D.pdl, D.s);
         }
     });
     if (p == kPGateUp) D.gu = {y.y, N};
@@ -379,16 +380,16 @@ static void decode_step(Decoder& D) {
     const Dims& m = D.m;
     const unsigned B = unsigned(D.r.batch);
     D.k("embed", [&] {
-        residualTiles<<<dim3(unsigned(D.tiles()), B), kGemvCols, 0, D.s>>>(D.st.next, D.embed, Parts{nullptr, m.d}, D.x,
-                                                                           D.ssq, m.d);
+        launch(D.pdl, residualTiles, dim3(unsigned(D.tiles()), B), kGemvCols, D.s, D.st.next, D.embed,
+               Parts{nullptr, m.d}, D.x, D.ssq, m.d);
     });
     for (int64_t l = 0; l < m.layers; ++l) {
         project(D, kPQkv, l);
         for_hd(m.hd(), [&](auto hd) {
             const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
             D.k("attention (split keys)", [&] {
-                decodeSplit<hd><<<grid, unsigned(32 * m.group()), 0, D.s>>>(D.q, D.kv(int(l)), D.st.len, int(m.heads),
-                                                                            D.part_ml, D.part_o, D.attn_done, D.attn);
+                launch(D.pdl, decodeSplit<hd>, grid, unsigned(32 * m.group()), D.s, D.q, D.kv(int(l)), D.st.len,
+                       int(m.heads), D.part_ml, D.part_o, D.attn_done, D.attn);
             });
         });
         project(D, kPWo, l);
@@ -397,9 +398,8 @@ static void decode_step(Decoder& D) {
     }
     const Parts lm = project(D, kPLmHead, 0);
     D.k("sample", [&] {
-        sampleTokens<<<dim3(unsigned(sample_chunks(m.vocab)), B), kSampleThreads, 0, D.s>>>(
-            lm, 1, D.step_logits, D.st, int(B), D.rule, D.best, D.sample_done);
+        launch(D.pdl, sampleTokens, dim3(unsigned(sample_chunks(m.vocab)), B), kSampleThreads, D.s, lm, 1,
+               D.step_logits, D.st, int(B), D.rule, D.best, D.sample_done);
     });
-    D.k("advance", [&] { advance<<<1, 64, 0, D.s>>>(D.st, int(B)); });
-    CUDA_CHECK_LAUNCH();
+    D.k("advance", [&] { launch(D.pdl, advance, 1, 64, D.s, D.st, int(B)); });
 }

@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 
 #include "paged_cache.cuh"
+#include "pdl.cuh"
 
 constexpr int kAttnWarps = 8;  // causalAttention: warps per block
 
@@ -116,6 +117,15 @@ __global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = g * (heads / kv.kv_heads) + warp;
     const int n = len[b] + 1, chunk = (n + splits - 1) / splits;
     const int k0 = s * chunk, k1 = min(n, k0 + chunk);
+    // The split's K and V rows start into L2 before the wait (pdl.cuh): the cache and len were
+    // written before the Q|K|V projection began (the key it adds is one line, fetched as it is read).
+    constexpr int kLines = HD * 2 / 128 > 0 ? HD * 2 / 128 : 1;  // 128-byte lines a row
+    for (int i = threadIdx.x; i < (k1 - k0) * 2 * kLines; i += blockDim.x) {
+        const int pos = k0 + i / (2 * kLines), kvi = i / kLines % 2;
+        prefetch_l2(kv.at(b, kvi, g, pos) + i % kLines * 64);
+    }
+    wait_prior();  // q, the new key and value, the partials and counters: the kernel before's until it ends
+    let_next_start();
     load_q<HD>(q + (size_t(b) * heads + h) * HD, sq[warp]);
     Partial<HD> st;
     attend<HD>(sq[warp], kv, b, g, k0, k1, st);

@@ -17,6 +17,7 @@
 
 #include "common/check.h"
 #include "elementwise.cuh"
+#include "pdl.cuh"
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
@@ -99,17 +100,26 @@ struct XSwiglu {
 
 // planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n], BT rows of x at a
 // time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
+// The first pf_rows rows of the block's share of W are sent to L2 before the kernel waits for the
+// one before it (pdl.cuh): W depends on nothing, so its stream starts while that kernel finishes.
 template <int BT, class X, class E>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N) {
+    gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N,
+               int pf_rows) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
     __shared__ float row[kGemvCols], scale[kGemvMaxRows], warp_sq[kGemvWarps];
     __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    x.prepare(scale, B);
-    __syncthreads();
     const int64_t col = int64_t(blockIdx.x) * kGemvCols + lane * 8;
     const int64_t chunk = (K + gridDim.y - 1) / gridDim.y, k0 = blockIdx.y * chunk, k1 = min(K, k0 + chunk);
+    // A row of the tile is 512 bytes, four 128-byte lines: thread i takes line i % 4 of row i / 4.
+    const int64_t pf = min(int64_t(pf_rows), k1 - k0) * 4, line0 = int64_t(blockIdx.x) * kGemvCols;
+    for (int64_t i = threadIdx.x; i < pf; i += blockDim.x)
+        if (line0 + (i % 4) * 64 < N) prefetch_l2(W + size_t(k0 + i / 4) * N + line0 + (i % 4) * 64);
+    wait_prior();  // x, the planes and the counters belong to the kernel before until it ends
+    let_next_start();
+    x.prepare(scale, B);
+    __syncthreads();
     float* plane = planes + size_t(blockIdx.y) * B * N;
     for (int64_t b0 = 0; b0 < B; b0 += BT) {
         float acc[BT][8] = {};
@@ -201,13 +211,19 @@ inline int gemv_splits(int64_t B, int64_t K, int64_t N, int sms, int per_sm = 4)
     return int(std::max<int64_t>(s, 1));
 }
 
+// What the kernels of one launch send to L2 ahead, at most (overlap: pdl.cuh): enough to keep DRAM
+// busy through the previous kernel's tail and this one's start, a third of an H100's L2, so that
+// the lines are still there when the blocks read them. The Q|K|V and o projections fit whole.
+constexpr int64_t kPrefetchBytes = 16 << 20;
+
 // done: ceil(N / 256) counters, zero (each launch leaves them so).
 template <class X, class E>
 void launch_gemv(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N,
-                 int splits, cudaStream_t s) {
+                 int splits, bool overlap, cudaStream_t s) {
     const dim3 grid(unsigned((N + kGemvCols - 1) / kGemvCols), unsigned(splits));
-    if (B == 1) gemvSplitK<1><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
-    else if (B == 2) gemvSplitK<2><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
-    else gemvSplitK<4><<<grid, kGemvWarps * 32, 0, s>>>(x, W, planes, epilogue, done, B, K, N);
-    CUDA_CHECK_LAUNCH();
+    const int pf = overlap ? int(kPrefetchBytes / (int64_t(grid.x) * grid.y * kGemvCols * 2)) : 0;
+    const unsigned t = kGemvWarps * 32;
+    if (B == 1) launch(overlap, gemvSplitK<1, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
+    else if (B == 2) launch(overlap, gemvSplitK<2, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
+    else launch(overlap, gemvSplitK<4, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
 }

@@ -10,6 +10,7 @@
 
 #include "../problem.cuh"
 #include "elementwise.cuh"
+#include "pdl.cuh"
 
 constexpr int kSampleThreads = 1024;
 
@@ -73,6 +74,8 @@ __global__ void __launch_bounds__(kSampleThreads)
     __shared__ int shi[32];
     __shared__ float prefix[kSampleThreads];
     __shared__ bool last;
+    wait_prior();  // the LM head's logits (pdl.cuh)
+    let_next_start();
     const int b = blockIdx.y, V = int(lm.cols), step = *st.step, chunks = int(gridDim.x);
     float* lg = logits + (size_t(step) * batch + b) * V;
     float best = -INFINITY;
@@ -167,6 +170,8 @@ __global__ void __launch_bounds__(kSampleThreads)
 
 // Every sequence one position longer, the step one on: the last node of the decode graph.
 __global__ void advance(DecodeState st, int batch) {
+    wait_prior();  // the sampler reads step and len (pdl.cuh)
+    let_next_start();
     if (threadIdx.x < batch) st.len[threadIdx.x] += 1;
     if (threadIdx.x == 0) *st.step += 1;
 }
