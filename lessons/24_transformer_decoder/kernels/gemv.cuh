@@ -102,8 +102,9 @@ struct XSwiglu {
 // time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
 // The first pf_rows rows of the block's share of W are sent to L2 before the kernel waits for the
 // one before it (pdl.cuh): W depends on nothing, so its stream starts while that kernel finishes.
+// At batch 1, five blocks fit an SM (48 registers a thread): the grid's four and one of the next.
 template <int BT, class X, class E>
-__global__ void __launch_bounds__(kGemvWarps * 32)
+__global__ void __launch_bounds__(kGemvWarps * 32, BT == 1 ? 5 : 1)
     gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N,
                int pf_rows) {
     __shared__ float red[kGemvWarps][BT][kGemvCols];
