@@ -379,8 +379,8 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
 static void decode_step(Decoder& D) {
     const Dims& m = D.m;
     const unsigned B = unsigned(D.r.batch);
-    D.k("embed", [&] {
-        launch(D.pdl, residualTiles, dim3(unsigned(D.tiles()), B), kGemvCols, D.s, D.st.next, D.embed,
+    D.k("embed", [&] {  // a plain launch: a graph's first kernel has no kernel before it to overlap
+        launch(false, residualTiles, dim3(unsigned(D.tiles()), B), kGemvCols, D.s, D.st.next, D.embed,
                Parts{nullptr, m.d}, D.x, D.ssq, m.d);
     });
     for (int64_t l = 0; l < m.layers; ++l) {

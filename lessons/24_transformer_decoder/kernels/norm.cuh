@@ -55,8 +55,8 @@ __global__ void __launch_bounds__(kGemvCols)
     residualTiles(const int* tokens, const bf16* table, Parts add, float* x, float* ssq, int64_t d) {
     __shared__ float warp_sq[kGemvCols / 32];
     const int64_t b = blockIdx.y, c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
-    wait_prior();  // decode's first kernel: the last step's sampler and x readers end first (pdl.cuh)
-    let_next_start();
+    wait_prior();      // a no-op for a plain launch (decode's embedding, the residual adds around cuBLAS)
+    let_next_start();  // the Q|K|V projection after it may start (pdl.cuh)
     float sq = 0.0f;
     if (c < d) {
         const float v = tokens ? __bfloat162float(table[size_t(tokens[b]) * d + c]) : x[b * d + c] + add.at(b, c);
