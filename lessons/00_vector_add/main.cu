@@ -1,4 +1,4 @@
-// Lesson 00 of the course (00-23): vector add, the memory-management basics.
+// Lesson 00 of the course (00-24): vector add, the memory-management basics.
 // Before: none, this is the first lesson. Next: lesson 01 (01_matrix_add_single_block).
 // Run: ./build/bin/vector_add [--quick]   (--help lists every flag; README.md is the handout)
 //

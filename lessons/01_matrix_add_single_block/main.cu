@@ -1,4 +1,4 @@
-// Lesson 01 of the course (00-23): 2D matrix add in one 16x16 block.
+// Lesson 01 of the course (00-24): 2D matrix add in one 16x16 block.
 // Before: lesson 00 (00_vector_add). Next: lesson 02 (02_matrix_add_multi_block).
 // Run: ./build/bin/matrix_add_single_block [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 02 of the course (00-23): 2D matrix add over many 16x16 blocks.
+// Lesson 02 of the course (00-24): 2D matrix add over many 16x16 blocks.
 // Before: lesson 01 (01_matrix_add_single_block). Next: lesson 03 (03_batched_3d_grid).
 // Run: ./build/bin/matrix_add_multi_block [--quick]   (--help lists every flag; README.md is the handout)
 //

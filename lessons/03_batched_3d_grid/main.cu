@@ -1,4 +1,4 @@
-// Lesson 03 of the course (00-23): batched 3D grid, many matrices added in one launch.
+// Lesson 03 of the course (00-24): batched 3D grid, many matrices added in one launch.
 // Before: lesson 02 (02_matrix_add_multi_block). Next: lesson 04 (04_chunked_processing).
 // Run: ./build/bin/batched_3d_grid [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 04 of the course (00-23): chunked processing, a data set larger than the GPU.
+// Lesson 04 of the course (00-24): chunked processing, a data set larger than the GPU.
 // Before: lesson 03 (03_batched_3d_grid). Next: lesson 05 (05_stream_pipeline).
 // Run: ./build/bin/chunked_processing [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 05 of the course (00-23): stream pipeline, copies overlapping kernels.
+// Lesson 05 of the course (00-24): stream pipeline, copies overlapping kernels.
 // Before: lesson 04 (04_chunked_processing). Next: lesson 06 (06_tiled_matmul).
 // Run: ./build/bin/stream_pipeline [--quick]   (--help lists every flag; README.md is the handout)
 //

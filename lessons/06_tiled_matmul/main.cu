@@ -1,4 +1,4 @@
-// Lesson 06 of the course (00-23): tiled matrix multiplication in shared memory.
+// Lesson 06 of the course (00-24): tiled matrix multiplication in shared memory.
 // Before: lesson 05 (05_stream_pipeline). Next: lesson 07 (07_gaussian_blur).
 // Run: ./build/bin/tiled_matmul [--quick]   (--help lists every flag; README.md is the handout)
 //

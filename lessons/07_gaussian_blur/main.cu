@@ -1,4 +1,4 @@
-// Lesson 07 of the course (00-23): 3x3 Gaussian blur, tiled kernels and a streamed batch.
+// Lesson 07 of the course (00-24): 3x3 Gaussian blur, tiled kernels and a streamed batch.
 // Before: lesson 06 (06_tiled_matmul). Next: lesson 08 (08_cublas_sgemm).
 // Run: ./build/bin/gaussian_blur [--quick]   (--help lists every flag; README.md is the handout)
 //

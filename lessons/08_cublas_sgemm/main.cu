@@ -1,4 +1,4 @@
-// Lesson 08 of the course (00-23): cuBLAS SGEMM on row-major matrices.
+// Lesson 08 of the course (00-24): cuBLAS SGEMM on row-major matrices.
 // Before: lesson 07 (07_gaussian_blur). Next: lesson 09 (09_cublas_strided_batched).
 // Run: ./build/bin/cublas_sgemm [--quick]   (--help lists every flag; README.md is the handout)
 //

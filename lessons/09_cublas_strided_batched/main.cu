@@ -1,4 +1,4 @@
-// Lesson 09 of the course (00-23): cublasSgemmStridedBatched, many small products.
+// Lesson 09 of the course (00-24): cublasSgemmStridedBatched, many small products.
 // Before: lesson 08 (08_cublas_sgemm). Next: lesson 10 (10_cublas_cufft_pipeline).
 // Run: ./build/bin/cublas_strided_batched [--quick]   (--help lists every flag; README.md is the handout)
 //

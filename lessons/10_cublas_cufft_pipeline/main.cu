@@ -1,4 +1,4 @@
-// Lesson 10 of the course (00-23): cuBLAS + cuFFT pipeline.
+// Lesson 10 of the course (00-24): cuBLAS + cuFFT pipeline.
 // Before: lesson 09 (09_cublas_strided_batched). Next: lesson 11 (11_hybrid_fft_filter).
 // Run: ./build/bin/cublas_cufft_pipeline [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 11 of the course (00-23): hybrid FFT filter, custom kernels and cuFFT on one stream.
+// Lesson 11 of the course (00-24): hybrid FFT filter, custom kernels and cuFFT on one stream.
 // Before: lesson 10 (10_cublas_cufft_pipeline). Next: lesson 12 (12_transpose).
 // Run: ./build/bin/hybrid_fft_filter [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 12 of the course (00-23): matrix transpose, a ladder for a memory-bound kernel.
+// Lesson 12 of the course (00-24): matrix transpose, a ladder for a memory-bound kernel.
 // Before: lesson 11 (11_hybrid_fft_filter). Next: lesson 13 (13_matmul_ladder).
 // Run: ./build/bin/transpose [--quick]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (00-23): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
+// Lesson 13 of the course (00-24): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
 // Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
 // Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
 //      ./build/bin/matmul_ladder --rung=15   one rung alone (1..15), still checked

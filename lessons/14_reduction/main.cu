@@ -1,4 +1,4 @@
-// Lesson 14 of the course (00-23): reduction, a ladder of eleven kernels and a CUB side variant, against CUB.
+// Lesson 14 of the course (00-24): reduction, a ladder of eleven kernels and a CUB side variant, against CUB.
 // Before: lesson 13 (13_matmul_ladder). Next: lesson 15 (15_scan).
 // Run: ./build/bin/reduction [--quick]   (--help lists every flag; README.md is the handout)
 //

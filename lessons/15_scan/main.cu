@@ -1,4 +1,4 @@
-// Lesson 15 of the course (00-23): scan (prefix sum) and stream compaction.
+// Lesson 15 of the course (00-24): scan (prefix sum) and stream compaction.
 // Before: lesson 14 (14_reduction). Next: lesson 16 (16_histogram).
 // Run: ./build/bin/scan [--quick]   (--help lists every flag; README.md is the handout)
 //

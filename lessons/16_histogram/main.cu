@@ -1,4 +1,4 @@
-// Lesson 16 of the course (00-23): histogram, atomics, privatization and contention.
+// Lesson 16 of the course (00-24): histogram, atomics, privatization and contention.
 // Before: lesson 15 (15_scan). Next: lesson 17 (17_fusion_roofline).
 // Run: ./build/bin/histogram [--quick]   (--help lists every flag; README.md is the handout)
 //

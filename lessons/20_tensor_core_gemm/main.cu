@@ -1,4 +1,4 @@
-// Lesson 20 of the course (00-23): the tensor-core GEMM ladder, from WMMA to wgmma + TMA on Hopper.
+// Lesson 20 of the course (00-24): the tensor-core GEMM ladder, from WMMA to wgmma + TMA on Hopper.
 // Before: lesson 13 (the FP32 SGEMM ladder, FFMA only). Next: lesson 21 (attention).
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 21 of the course (00-23): flash attention, O = softmax(Q K^T / sqrt(d)) V.
+// Lesson 21 of the course (00-24): flash attention, O = softmax(Q K^T / sqrt(d)) V.
 // Before: lesson 20 (the tensor-core GEMM ladder). Next: lesson 22.
 // Run: ./build/bin/flash_attention [--quick] [--rung=N[,N]]   (--help lists every flag; README.md is the handout)
 //

@@ -1,4 +1,4 @@
-// Lesson 22 of the course (00-23): several GPUs - the work split over devices, peer to peer, and
+// Lesson 22 of the course (00-24): several GPUs - the work split over devices, peer to peer, and
 // the all-reduce (NCCL, and a ring written by hand). One file per part, run in this order:
 //   1. part_split.cuh      lesson 09's batched SGEMM split over 1, 2, ..., all GPUs, one host thread each
 //   2. part_peer.cuh       peer access, cudaMemcpyPeerAsync against the link, a kernel reading peer memory

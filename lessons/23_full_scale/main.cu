@@ -1,6 +1,6 @@
-// Lesson 23 of the course (00-23): the full-scale run, the original text's 100,000 random
+// Lesson 23 of the course (00-24): the full-scale run, the original text's 100,000 random
 // 1024 x 1024 images, generated on the GPU and reduced to a few numbers each.
-// Before: lesson 22 (one host thread per GPU). Next: none, the last lesson.
+// Before: lesson 22 (one host thread per GPU). Next: lesson 24 (24_transformer_decoder), the capstone.
 // Run: ./build/bin/full_scale [--quick]   (--images=100000 is the full run; README.md is the handout)
 //
 // cuRAND fills a chunk of images on the GPU, each image at its own offset of one sequence; one

@@ -1,4 +1,4 @@
-// Lesson NN of the course (00-23): <title>.
+// Lesson NN of the course (00-24): <title>.
 // Before: lesson MM (MM_name). Next: lesson PP (PP_name).
 // Run: ./build/bin/lesson_template [--quick]   (--help lists every flag; README.md is the handout)
 //

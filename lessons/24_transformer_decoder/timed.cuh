@@ -1,0 +1,86 @@
+// Lesson 24 of the course (the transformer decoder): what main.cu times. Each decode projection
+// by the GEMV and by cuBLAS (the faster runs in the step), the prefill against cuBLAS's rate on its
+// largest GEMM, the decode loop by graph replays and by stream launches, and one stream-launched
+// step kernel by kernel (events around every launch).
+// Run: ./build/bin/transformer_decoder   (README.md is the handout)
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "common/report.h"
+#include "common/timer.h"
+#include "model.cuh"
+
+// Times every decode projection both ways at the run's batch, each as the step runs it (project:
+// the GEMV with its norm, SwiGLU and residual add folded in, or cuBLAS with the kernels around
+// it); the faster serves the decode step. GB/s are the weights' bytes over the time (the rows of x
+// are a few KB).
+static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
+    const Dims& m = D.m;
+    const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
+    std::string won;
+    for (int p = 0; p < kProjs; ++p) {
+        int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
+        const std::vector<double> ms = lesson::time_interleaved_ms(
+            repeat, 2,
+            [&](int v) {
+                D.blas_for[p] = v == 1;
+                project(D, Proj(p), runs++ % m.layers, true);
+            },
+            D.s);
+        D.blas_for[p] = ms[1] < ms[0];
+        const double gb = double(ks[p]) * ns[p] * 2 / 1e9;
+        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(ks[p]) + "x" + std::to_string(ns[p]);
+        report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
+        report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
+        won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
+    }
+    report.note("decode projections run by the faster: " + won);
+}
+
+// cuBLAS alone on the prefill's largest GEMM (gate/up: rows x 2 mlp x d), TFLOP/s: the yardstick.
+static double cublas_tflops(Decoder& D, int64_t rows, int repeat) {
+    const double ms = lesson::time_median_ms(
+        repeat, [&] { gemm_cublas(D, D.xn, D.layer[0].gate_up, rows, D.m.d, 2 * D.m.mlp); }, D.s);
+    return 2.0 * double(rows) * D.m.d * 2 * D.m.mlp / (ms * 1e9);
+}
+
+// Prefill's flops: 2 per weight per row, attention's QK^T and PV over the causal triangle, the LM
+// head on `keep` rows per sequence.
+static double prefill_flops(const Dims& m, int64_t batch, int64_t seq, int64_t keep) {
+    const double linear = double(m.layers) * double(m.layer_params() - 2 * m.d) * 2.0 * batch * seq;
+    const double attention = 4.0 * m.layers * batch * m.heads * m.hd() * (double(seq) * (seq + 1) / 2);
+    return linear + attention + 2.0 * batch * keep * m.d * m.vocab;
+}
+
+// The decode state prefill leaves: every sequence `prompt` long, step 1 next, its first token.
+struct Resume {
+    std::vector<int> len, first;
+    int step = 1;
+};
+static void resume(Decoder& D, const Resume& at) {
+    CUDA_CHECK(cudaMemcpyAsync(D.st.len, at.len.data(), at.len.size() * 4, cudaMemcpyHostToDevice, D.s));
+    CUDA_CHECK(cudaMemcpyAsync(D.st.next, at.first.data(), at.first.size() * 4, cudaMemcpyHostToDevice, D.s));
+    CUDA_CHECK(cudaMemcpyAsync(D.st.step, &at.step, 4, cudaMemcpyHostToDevice, D.s));
+}
+
+// One stream-launched step, an event pair around each launch: milliseconds by kernel, summed over layers.
+static std::map<std::string, double> step_breakdown(Decoder& D, const Resume& at) {
+    Breakdown bd;
+    resume(D, at);
+    D.bd = &bd;
+    decode_step(D);
+    D.bd = nullptr;
+    CUDA_CHECK(cudaStreamSynchronize(D.s));
+    std::map<std::string, double> ms;
+    for (size_t i = 0; i < bd.names.size(); ++i) {
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, bd.ev[2 * i], bd.ev[2 * i + 1]));
+        ms[bd.names[i]] += t;
+    }
+    for (cudaEvent_t e : bd.ev) CUDA_CHECK(cudaEventDestroy(e));
+    return ms;
+}
