@@ -1,29 +1,23 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 15 of 15: rung 10's schedule, filled by cp.async.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=15   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 17 of 18: the stages flipped by one XOR.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=17   (lesson 13 of the course, 00-23)
 //
-// Before: rung 14 had rung 10's schedule, that of the fastest hand-written SGEMMs: a
-//         128 x 256 x 8 tile, two shared buffers, one barrier per tile, fragments
-//         double-buffered in registers, with rung 8's warp tiles. It staged the next tile
-//         through registers, where ptxas may move the loads down next to their stores and
-//         expose their latency (README.md).
-//         Rungs 11 to 13 grew rung 8 instead and hit a loop too long for the instruction cache.
-// Here:   rung 14's schedule and warp tiles (8 warps of 64 x 64, 16 x 8 per lane), with
-//         the next tile moved by cp.async, a few copies after each of the
-//         first k steps: nothing passes through registers, so the compiler cannot move
-//         the loads. A goes in transposed by 4-byte copies, B by 16-byte copies. The
-//         partial k tile (K % 8 columns) is copied first, so every tile of the loop is
-//         whole: the loop has no edge path, and rows or columns outside the matrices are
-//         copies of 0 bytes (zero fill). Per 8-wide tile the loop body is 8 x 128 FFMA,
-//         48 LDS.128, 6 copies and one barrier: about as long as cuBLAS's.
-// Lacks:  fp32 FFMA is all it uses: cuBLAS's TF32 and BF16 tensor cores run several
-//         times faster (lesson 08, lesson 20).
-// Next:   lesson 14 (14_reduction), Part II; README.md, "Next".
-// Run:    ./build/bin/matmul_ladder --rung=15
+// Before: rung 16 kept rung 14's two stage arrays per matrix and picked one by the tile's
+//         parity: each read and each copy adds that stage's base to its position.
+// Here:   one shared array holds A's two stages at float offsets 0 and 2048 and B's at 4096
+//         and 6144, so a position in stage 0 and the same place in stage 1 differ in bit 11
+//         alone. Each thread keeps its four positions (A and B, read and write) as offsets
+//         and flips them with one XOR at each tile switch; the reads and copies add nothing.
+//         The copies, the partial k tile first and the arithmetic are rung 16's.
+// Lacks:  B moves one float per copy: 8 of the 12 copies per thread per tile are B's,
+//         where 16-byte copies would need 2.
+// Next:   rung 18 copies B 16 bytes at a time where its rows allow
+//         (diff kernels/17_xor_stages.cuh kernels/18_async_double_buffer.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=17
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung15 {
+namespace rung17 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
 constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
@@ -43,20 +37,11 @@ static_assert(kBK * kLDA <= kFlip && kBK * kBN <= kFlip, "a stage must fit in it
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {  // bytes 0: zero fill
     asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
-__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, unsigned bytes) {  // zero fill past bytes
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 #else
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {
     const float v = bytes ? *src : 0.0f;
     asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(v) : "memory");
-}
-__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, unsigned bytes) {
-    float v[4];
-    for (int i = 0; i < 4; ++i) v[i] = 4u * i < bytes ? src[i] : 0.0f;
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                 : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() {}
 #endif
@@ -78,12 +63,9 @@ __device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float 
         for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);  // 128 FFMA
 }
 
-// kVecB: every row of B starts 16-byte aligned (N % 4 == 0), so B moves in 16-byte copies (2 per
-// thread per tile); otherwise in 4-byte copies (8 per thread).
-template <bool kVecB>
-__global__ void __launch_bounds__(kThreads, 1)
-    sgemmAsyncDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                             float* __restrict__ C) {
+// B moves in 4-byte copies, 8 per thread per tile, whatever N.
+__global__ void __launch_bounds__(kThreads, 1) sgemmAsyncXorStages(int M, int N, int K, const float* __restrict__ A,
+                                                                   const float* __restrict__ B, float* __restrict__ C) {
     __shared__ __align__(16) float smem[kSmemFloats];
     const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
@@ -108,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         a_bytes[i] = r < M ? 4u : 0u;
     }
     // B: kW floats per copy, rows rb + kRowStep * j of the tile, columns nb .. nb + kW - 1.
-    constexpr int kW = kVecB ? 4 : 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
+    constexpr int kW = 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
     const int rb = t / kPerRow, nb = (t % kPerRow) * kW;
     int b_write = kB0 + rb * kBN + nb;
     const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - kW);        // a column past N: clamped, 0 bytes
@@ -118,8 +100,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
     const auto copy = [&](int q) {  // copy q of a whole tile into the stage being written
         if (q < 4) cp_async_4(sbase + 4u * (a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
-        else if (kVecB)
-            cp_async_16(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
         else cp_async_4(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
     };
 
@@ -136,8 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kBCopies; ++j) {
         const bool in = b_bytes != 0 && rb + kRowStep * j < first;
         const unsigned dst = sbase + 4u * (b_write + j * kRowStep * kBN);
-        if (kVecB) cp_async_16(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
-        else cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
     }
     a_src += first;
     b_src += size_t(first) * N;
@@ -163,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 b_src += size_t(kBK) * N;
             }
             fragments(smem, a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
-            if (k < 4) {  // this step's share of the copies of `tile`: steps 0-2 (16-byte B) or 0-3
+            if (k < 4) {  // this step's share of the copies of `tile`: 3 in each of steps 0-3
 #pragma unroll
                 for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q);
             }
@@ -190,10 +169,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 inline void launch(const Gemm& g) {
     const dim3 grid(blocks(g.N, kBN), blocks(g.M, kBM));
-    if (g.N % 4 == 0 && reinterpret_cast<uintptr_t>(g.B) % 16 == 0)
-        sgemmAsyncDoubleBuffered<true><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
-    else sgemmAsyncDoubleBuffered<false><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    sgemmAsyncXorStages<<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung15
+}  // namespace rung17

@@ -1,0 +1,171 @@
+// Lesson 13 of the course (the SGEMM ladder), rung 16 of 18: the partial k tile first.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=16   (lesson 13 of the course, 00-23)
+//
+// Before: rung 15 checked every copy's column of A or row of B against K, on every tile,
+//         for the sake of the last tile, the only one that can be partial.
+// Here:   the partial tile (K % 8 columns, or a whole one when 8 divides K) is tile 0,
+//         copied with those checks before the loop; every tile the loop copies is whole, so
+//         its copies keep only the M and N edges, fixed once per thread (0 bytes). The
+//         columns are summed in the same order as in rung 15, the zeros sit elsewhere.
+// Lacks:  each read and copy adds its stage's base (As[cur], Bs[cur ^ 1]) to its position.
+// Next:   rung 17 keeps the positions and flips them between stages with one XOR
+//         (diff kernels/16_partial_tile_first.cuh kernels/17_xor_stages.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=16
+#pragma once
+#include "common.cuh"
+#include "common/check.h"
+
+namespace rung16 {
+
+constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
+constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
+constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256: 8 warps
+constexpr int kLDA = kBM + 4;                             // padded row of the transposed A tile
+
+__device__ __forceinline__ unsigned smem_addr(const float* p) {  // what cp.async takes for its destination
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// `dst` is a shared-memory address (smem_addr). cp.async exists from sm_80
+// (Ampere) on; older GPUs get plain, synchronous copies with the same zero fill, so the file
+// builds for every architecture (the barrier after each tile orders them the same).
+// L2::128B asks L2 to fetch the whole 128-byte line: A's row holds the next three tiles there.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {  // bytes 0: zero fill
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+#else
+__device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {
+    const float v = bytes ? *src : 0.0f;
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(v) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {}
+#endif
+
+// Step k's fragments: the lane's 16 x 8 block is 4 x 2 sub-tiles of 4 x 4, at rows
+// am + {0, 16, 32, 48} and columns bn + {0, 32} (am, bn: its warp's corner plus its lane's
+// offset). Six LDS.128; a warp's A read covers 64 bytes, its B read 128: one wavefront each.
+__device__ __forceinline__ void fragments(const float* As, const float* Bs, int k, int am, int bn, float (&a)[kTM],
+                                          float (&b)[kTN]) {
+#pragma unroll
+    for (int i = 0; i < kTM / 4; ++i) put4(a + 4 * i, lds4(&As[k * kLDA + am + 16 * i]));
+#pragma unroll
+    for (int j = 0; j < kTN / 4; ++j) put4(b + 4 * j, lds4(&Bs[k * kBN + bn + 32 * j]));
+}
+
+__device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float (&b)[kTN], float (&acc)[kTM][kTN]) {
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) acc[i][j] += a[i] * b[j];  // 128 FFMA
+}
+
+__device__ __forceinline__ void storeSplitTile(float* C, int M, int N, int m0, int n0, int am, int bn, bool vecC,
+                                               const float (&acc)[kTM][kTN]) {
+#pragma unroll
+    for (int i = 0; i < kTM; ++i) {
+        const int r = m0 + (i / 4) * 16 + am + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < kTN / 4; ++j)
+            store4(C + size_t(r) * N, n0 + bn + 32 * j, N, vecC,
+                   make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
+    }
+}
+
+__global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N, int K, const float* __restrict__ A,
+                                                                   const float* __restrict__ B, float* __restrict__ C) {
+    __shared__ __align__(16) float As[2][kBK * kLDA];
+    __shared__ __align__(16) float Bs[2][kBK * kBN];
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int am = (warp / (kBN / kWN)) * kWM + (lane / 8) * 4;  // the lane's first row in the block tile
+    const int bn = (warp % (kBN / kWN)) * kWN + (lane % 8) * 4;  // and its first column
+    const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+
+    // Copy plan, fixed for the whole loop. A: elements (row ra + 32 i, column ka) of the tile, i < 4,
+    // to As[ka][ra + 32 i]: 8 lanes read 8 consecutive k of a row (one 32-byte sector) and the padded
+    // row puts a warp's 32 stores in 32 banks. A row below M is clamped to a real one and copies 0 bytes.
+    const int ka = t % 8, ra = t / 8;
+    const int a_write = ka * kLDA + ra;
+    const int ra0 = min(m0 + ra, M - 1);
+    const float* a_src = A + size_t(ra0) * K + ka;  // advanced along k, one tile at a time
+    int a_off[4];                                   // row i's offset from a_src (clamped rows: 0)
+    unsigned a_bytes[4];                            // 4, or 0 below the last row
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = m0 + ra + 32 * i;
+        a_off[i] = (min(r, M - 1) - ra0) * K;
+        a_bytes[i] = r < M ? 4u : 0u;
+    }
+    // B: kW floats per copy, rows rb + kRowStep * j of the tile, columns nb .. nb + kW - 1.
+    constexpr int kW = 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
+    const int rb = t / kPerRow, nb = (t % kPerRow) * kW;
+    const int b_write = rb * kBN + nb;
+    const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - kW);        // a column past N: clamped, 0 bytes
+    const unsigned b_bytes = 4u * unsigned(min(max(N - n0 - nb, 0), kW));  // kW floats, or 0 past the last column
+    const int b_step = kRowStep * N;
+
+    constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
+    const auto copy = [&](int q, int s) {                                // copy q of a whole tile into stage s
+        if (q < 4) cp_async_4(smem_addr(&As[s][a_write + 32 * q]), a_src + a_off[q], a_bytes[q]);
+        else cp_async_4(smem_addr(&Bs[s][b_write + (q - 4) * kRowStep * kBN]), b_src + (q - 4) * b_step, b_bytes);
+    };
+
+    // Tile 0 is the partial one: its first `first` columns of k are real, the rest zeros. Every later tile is whole.
+    // These guarded copies are written out rather than shared with copy(), so that the loop's copies check no k.
+    const int tiles = (K + kBK - 1) / kBK, first = K - (tiles - 1) * kBK;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const bool in = a_bytes[i] != 0 && ka < first;
+        cp_async_4(smem_addr(&As[0][a_write + 32 * i]), in ? a_src + a_off[i] : A, in ? 4u : 0u);
+    }
+#pragma unroll
+    for (int j = 0; j < kBCopies; ++j) {
+        const bool in = b_bytes != 0 && rb + kRowStep * j < first;
+        cp_async_4(smem_addr(&Bs[0][b_write + j * kRowStep * kBN]), in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+    }
+    a_src += first;
+    b_src += size_t(first) * N;
+    cp_async_wait_all();
+    __syncthreads();
+
+    float acc[kTM][kTN] = {};
+    float a[2][kTM], b[2][kTN];  // step k's fragments feed the FFMA while step k+1's load
+    fragments(As[0], Bs[0], 0, am, bn, a[0], b[0]);
+    for (int tile = 1; tile < tiles; ++tile) {  // computes tile-1 from stage cur while `tile` lands in the other
+        const int cur = (tile - 1) & 1;
+#pragma unroll
+        for (int k = 0; k < kBK; ++k) {
+            if (k < kBK - 1) {
+                fragments(As[cur], Bs[cur], k + 1, am, bn, a[(k + 1) % 2], b[(k + 1) % 2]);
+            } else {                  // last step: switch stages before its FFMA, so they hide the first reads
+                cp_async_wait_all();  // this thread's copies of `tile` have landed ...
+                __syncthreads();      // ... and everyone's; nobody reads the stage of tile-1 any more
+                a_src += kBK;
+                b_src += size_t(kBK) * N;
+                fragments(As[cur ^ 1], Bs[cur ^ 1], 0, am, bn, a[0], b[0]);
+            }
+            if (k < 4) {  // this step's share of the copies of `tile`: 3 in each of steps 0-3
+#pragma unroll
+                for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q, cur ^ 1);
+            }
+            outerProduct(a[k % 2], b[k % 2], acc);
+        }
+    }
+    const int last = (tiles - 1) & 1;
+#pragma unroll
+    for (int k = 0; k < kBK; ++k) {  // the last tile: nothing left to copy
+        if (k + 1 < kBK) fragments(As[last], Bs[last], k + 1, am, bn, a[(k + 1) % 2], b[(k + 1) % 2]);
+        outerProduct(a[k % 2], b[k % 2], acc);
+    }
+    const bool vecC = N % 4 == 0 && aligned16(C);
+    storeSplitTile(C, M, N, m0, n0, am, bn, vecC, acc);
+}
+
+inline void launch(const Gemm& g) {
+    sgemmAsyncPartialFirst<<<dim3(blocks(g.N, kBN), blocks(g.M, kBM)), kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rung16
