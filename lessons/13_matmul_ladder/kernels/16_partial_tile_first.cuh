@@ -5,10 +5,11 @@
 //         for the sake of the last tile, the only one that can be partial.
 // Here:   the partial tile (K % 8 columns, or a whole one when 8 divides K) is tile 0,
 //         copied with those checks before the loop; every tile the loop copies is whole, so
-//         its copies keep only the M and N edges, fixed once per thread (0 bytes). The
-//         columns are summed in the same order as in rung 15, the zeros sit elsewhere.
-// Lacks:  each read and copy adds its stage's base (As[cur], Bs[cur ^ 1]) to its position.
-// Next:   rung 17 keeps the positions and flips them between stages with one XOR
+//         its copies keep only the M and N edges, worked out once per thread (0 bytes). The
+//         columns are summed in the same order as in rung 15; the zeros sit elsewhere.
+// Lacks:  each read and each copy adds its stage's base (As[cur], or s * kAStage) to its
+//         position.
+// Next:   rung 17 keeps the positions themselves and flips them between stages with one XOR
 //         (diff kernels/16_partial_tile_first.cuh kernels/17_xor_stages.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=16
 #pragma once
@@ -21,12 +22,9 @@ constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
 constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
 constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256: 8 warps
 constexpr int kLDA = kBM + 4;                             // padded row of the transposed A tile
+constexpr int kAStage = kBK * kLDA, kBStage = kBK * kBN;  // floats per stage of As and of Bs
 
-__device__ __forceinline__ unsigned smem_addr(const float* p) {  // what cp.async takes for its destination
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// `dst` is a shared-memory address (smem_addr). cp.async exists from sm_80
+// `dst` is a shared-memory address (__cvta_generic_to_shared). cp.async exists from sm_80
 // (Ampere) on; older GPUs get plain, synchronous copies with the same zero fill, so the file
 // builds for every architecture (the barrier after each tile orders them the same).
 // L2::128B asks L2 to fetch the whole 128-byte line: A's row holds the next three tiles there.
@@ -43,45 +41,37 @@ __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsig
 __device__ __forceinline__ void cp_async_wait_all() {}
 #endif
 
-// Step k's fragments: the lane's 16 x 8 block is 4 x 2 sub-tiles of 4 x 4, at rows
-// am + {0, 16, 32, 48} and columns bn + {0, 32} (am, bn: its warp's corner plus its lane's
-// offset). Six LDS.128; a warp's A read covers 64 bytes, its B read 128: one wavefront each.
-__device__ __forceinline__ void fragments(const float* As, const float* Bs, int k, int am, int bn, float (&a)[kTM],
-                                          float (&b)[kTN]) {
+// Step k's fragments: rows lm + {0, 16, 32, 48} of the warp's A columns and columns
+// ln + {0, 32} of its B rows, six LDS.128 (rung 8's lane layout).
+__device__ __forceinline__ void fragments(const float* As, const float* Bs, int a_read, int b_read, int k,
+                                          float (&a)[kTM], float (&b)[kTN]) {
 #pragma unroll
-    for (int i = 0; i < kTM / 4; ++i) put4(a + 4 * i, lds4(&As[k * kLDA + am + 16 * i]));
+    for (int i = 0; i < kTM / 4; ++i) put4(a + 4 * i, lds4(As + a_read + k * kLDA + 16 * i));
 #pragma unroll
-    for (int j = 0; j < kTN / 4; ++j) put4(b + 4 * j, lds4(&Bs[k * kBN + bn + 32 * j]));
+    for (int j = 0; j < kTN / 4; ++j) put4(b + 4 * j, lds4(Bs + b_read + k * kBN + 32 * j));
 }
 
 __device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float (&b)[kTN], float (&acc)[kTM][kTN]) {
 #pragma unroll
     for (int i = 0; i < kTM; ++i)
 #pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] += a[i] * b[j];  // 128 FFMA
+        for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);  // 128 FFMA
 }
 
-__device__ __forceinline__ void storeSplitTile(float* C, int M, int N, int m0, int n0, int am, int bn, bool vecC,
-                                               const float (&acc)[kTM][kTN]) {
-#pragma unroll
-    for (int i = 0; i < kTM; ++i) {
-        const int r = m0 + (i / 4) * 16 + am + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int j = 0; j < kTN / 4; ++j)
-            store4(C + size_t(r) * N, n0 + bn + 32 * j, N, vecC,
-                   make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
-    }
-}
-
-__global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N, int K, const float* __restrict__ A,
-                                                                   const float* __restrict__ B, float* __restrict__ C) {
-    __shared__ __align__(16) float As[2][kBK * kLDA];
-    __shared__ __align__(16) float Bs[2][kBK * kBN];
+// B moves in 4-byte copies, 8 per thread per tile, whatever N.
+__global__ void __launch_bounds__(kThreads, 1)
+    sgemmAsyncPartialFirst(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                           float* __restrict__ C) {
+    __shared__ __align__(16) float As[2][kAStage];  // stage s of A's tile at As[s], of B's at Bs[s]
+    __shared__ __align__(16) float Bs[2][kBStage];
+    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(As));
+    const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(Bs));
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-    const int am = (warp / (kBN / kWN)) * kWM + (lane / 8) * 4;  // the lane's first row in the block tile
-    const int bn = (warp % (kBN / kWN)) * kWN + (lane % 8) * 4;  // and its first column
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+    const int wm = (warp / (kBN / kWN)) * kWM, wn = (warp % (kBN / kWN)) * kWN;  // warp tile origin
+    const int lm = (lane / 8) * 4, ln = (lane % 8) * 4;  // lane's first 4 x 4 sub-tile in the warp tile
+    const int a_read = wm + lm, b_read = wn + ln;        // fragment positions in a stage
+    int cur = 0;                                         // the stage the fragments are read from
 
     // Copy plan, fixed for the whole loop. A: elements (row ra + 32 i, column ka) of the tile, i < 4,
     // to As[ka][ra + 32 i]: 8 lanes read 8 consecutive k of a row (one 32-byte sector) and the padded
@@ -108,8 +98,9 @@ __global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N,
 
     constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
     const auto copy = [&](int q, int s) {                                // copy q of a whole tile into stage s
-        if (q < 4) cp_async_4(smem_addr(&As[s][a_write + 32 * q]), a_src + a_off[q], a_bytes[q]);
-        else cp_async_4(smem_addr(&Bs[s][b_write + (q - 4) * kRowStep * kBN]), b_src + (q - 4) * b_step, b_bytes);
+        if (q < 4) cp_async_4(sa + 4u * (s * kAStage + a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
+        else
+            cp_async_4(sb + 4u * (s * kBStage + b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
     };
 
     // Tile 0 is the partial one: its first `first` columns of k are real, the rest zeros. Every later tile is whole.
@@ -118,12 +109,13 @@ __global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N,
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const bool in = a_bytes[i] != 0 && ka < first;
-        cp_async_4(smem_addr(&As[0][a_write + 32 * i]), in ? a_src + a_off[i] : A, in ? 4u : 0u);
+        cp_async_4(sa + 4u * (a_write + 32 * i), in ? a_src + a_off[i] : A, in ? 4u : 0u);
     }
 #pragma unroll
     for (int j = 0; j < kBCopies; ++j) {
         const bool in = b_bytes != 0 && rb + kRowStep * j < first;
-        cp_async_4(smem_addr(&Bs[0][b_write + j * kRowStep * kBN]), in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        const unsigned dst = sb + 4u * (b_write + j * kRowStep * kBN);
+        cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
     }
     a_src += first;
     b_src += size_t(first) * N;
@@ -132,20 +124,18 @@ __global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N,
 
     float acc[kTM][kTN] = {};
     float a[2][kTM], b[2][kTN];  // step k's fragments feed the FFMA while step k+1's load
-    fragments(As[0], Bs[0], 0, am, bn, a[0], b[0]);
-    for (int tile = 1; tile < tiles; ++tile) {  // computes tile-1 from stage cur while `tile` lands in the other
-        const int cur = (tile - 1) & 1;
+    fragments(As[cur], Bs[cur], a_read, b_read, 0, a[0], b[0]);
+    for (int tile = 1; tile < tiles; ++tile) {  // computes tile-1 from one stage while `tile` lands in the other
 #pragma unroll
         for (int k = 0; k < kBK; ++k) {
-            if (k < kBK - 1) {
-                fragments(As[cur], Bs[cur], k + 1, am, bn, a[(k + 1) % 2], b[(k + 1) % 2]);
-            } else {                  // last step: switch stages before its FFMA, so they hide the first reads
+            if (k == kBK - 1) {       // last step: switch stages before its FFMA, so they hide the first reads
                 cp_async_wait_all();  // this thread's copies of `tile` have landed ...
                 __syncthreads();      // ... and everyone's; nobody reads the stage of tile-1 any more
+                cur ^= 1;
                 a_src += kBK;
                 b_src += size_t(kBK) * N;
-                fragments(As[cur ^ 1], Bs[cur ^ 1], 0, am, bn, a[0], b[0]);
             }
+            fragments(As[cur], Bs[cur], a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
             if (k < 4) {  // this step's share of the copies of `tile`: 3 in each of steps 0-3
 #pragma unroll
                 for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q, cur ^ 1);
@@ -153,18 +143,27 @@ __global__ void __launch_bounds__(kThreads) sgemmAsyncPartialFirst(int M, int N,
             outerProduct(a[k % 2], b[k % 2], acc);
         }
     }
-    const int last = (tiles - 1) & 1;
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {  // the last tile: nothing left to copy
-        if (k + 1 < kBK) fragments(As[last], Bs[last], k + 1, am, bn, a[(k + 1) % 2], b[(k + 1) % 2]);
+        if (k + 1 < kBK) fragments(As[cur], Bs[cur], a_read, b_read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
         outerProduct(a[k % 2], b[k % 2], acc);
     }
+
     const bool vecC = N % 4 == 0 && aligned16(C);
-    storeSplitTile(C, M, N, m0, n0, am, bn, vecC, acc);
+#pragma unroll
+    for (int i = 0; i < kTM; ++i) {
+        const int r = m0 + wm + 16 * (i / 4) + lm + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < kTN / 4; ++j)
+            store4(C + size_t(r) * N, n0 + wn + 32 * j + ln, N, vecC,
+                   make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
+    }
 }
 
 inline void launch(const Gemm& g) {
-    sgemmAsyncPartialFirst<<<dim3(blocks(g.N, kBN), blocks(g.M, kBM)), kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    const dim3 grid(blocks(g.N, kBN), blocks(g.M, kBM));
+    sgemmAsyncPartialFirst<<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
