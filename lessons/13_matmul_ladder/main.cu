@@ -1,7 +1,7 @@
 // Lesson 13 of the course (00-24): the SGEMM ladder, from shared-memory tiles to the rate of cuBLAS, fp32 FFMA only.
 // Before: lesson 12 (12_transpose; lesson 06 tiled the matmul first). Next: lesson 14 (14_reduction).
 // Run: ./build/bin/matmul_ladder [--quick]   every rung at 4096^3 (--help lists every flag; README.md is the handout)
-//      ./build/bin/matmul_ladder --rung=15   one rung alone (1..15), still checked
+//      ./build/bin/matmul_ladder --rung=18   one rung alone (1..18), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
 // is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; buffers.h has
@@ -37,7 +37,10 @@
 #include "kernels/12_spread_copies.cuh"
 #include "kernels/13_operand_reuse.cuh"
 #include "kernels/14_warp_tiles.cuh"
-#include "kernels/15_async_double_buffer.cuh"
+#include "kernels/15_async_copies.cuh"
+#include "kernels/16_partial_tile_first.cuh"
+#include "kernels/17_xor_stages.cuh"
+#include "kernels/18_async_double_buffer.cuh"
 #include "kernels/1_smem_tiles.cuh"
 #include "kernels/2_reg_tile_1d.cuh"
 #include "kernels/3_reg_tile_2d.cuh"
@@ -90,7 +93,10 @@ static const Rung kLadder[] = {
     {"12 copies spread over FFMA", rung12::launch<rung12::Default>, rung12::Default::kSmemBytes, &kRung12Smaller},
     {"13 FFMA order reusing operands", rung13::launch<rung13::Default>, rung13::Default::kSmemBytes, &kRung13Smaller},
     {"14 rung 10's schedule, warp tiles", rung14::launch, 0},
-    {"15 rung 10's schedule, cp.async copies", rung15::launch, 0},
+    {"15 cp.async copies over k steps 0-3", rung15::launch, 0},
+    {"16 partial k tile first", rung16::launch, 0},
+    {"17 stages flipped by one XOR", rung17::launch, 0},
+    {"18 16-byte copies of B", rung18::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -126,7 +132,7 @@ static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle,
     return cpu_ms;
 }
 
-// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 8, 11-13 and 15 copy with cp.async
+// What a rung needs from the GPU: the shared memory per block it asks for. Rungs 8, 11-13 and 15-18 copy with cp.async
 // where the image has it (sm_80 on) and with plain loads and stores below it, so they need nothing more.
 static lesson::Needs needs(const Rung& r) {
     lesson::Needs n;
@@ -163,7 +169,7 @@ int main(int argc, char** argv) {
     bool sweep = false;
     lesson::Cli cli(
         "matmul_ladder",
-        "SGEMM C = A*B (fp32, row-major): fifteen hand-written rungs against cuBLAS on an M x N x K shape.");
+        "SGEMM C = A*B (fp32, row-major): eighteen hand-written rungs against cuBLAS on an M x N x K shape.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);

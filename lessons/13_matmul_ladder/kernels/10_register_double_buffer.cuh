@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 10 of 15: register double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 10 of 18: register double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=10   (lesson 13 of the course, 00-23)
 //
 // Before: rung 9 read each k step's fragments right before their FMAs, and ended

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 11 of 15: a k tile of 32 in 2 stages.
+// Lesson 13 of the course (the SGEMM ladder), rung 11 of 18: a k tile of 32 in 2 stages.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=11   (lesson 13 of the course, 00-23)
 //
 // Before: rung 8 (this rung's parent) waited at one cp.async.wait_group and one barrier per

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 12 of 15: copies spread over the FMAs.
+// Lesson 13 of the course (the SGEMM ladder), rung 12 of 18: copies spread over the FMAs.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=12   (lesson 13 of the course, 00-23)
 //
 // Before: rung 11 issued all cp.async copies of the next tile (24 per thread) in one burst

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 13 of 15: an FFMA order that reuses operands.
+// Lesson 13 of the course (the SGEMM ladder), rung 13 of 18: an FFMA order that reuses operands.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=13   (lesson 13 of the course, 00-23)
 //
 // Before: rung 12 ran each k step's 128 FFMA row by row (a[i] times b[0..7]): each FFMA
@@ -9,8 +9,8 @@
 //         same instructions as rung 12 in another order; the sums are the same.
 // Lacks:  a loop body that fits the instruction cache: 32 unrolled k steps are about
 //         4,400 instructions, and warps stall on instruction fetch (README.md).
-// Next:   rungs 14 and 15 (diff kernels/10_register_double_buffer.cuh kernels/14_warp_tiles.cuh):
-//         rung 10's short loop, with these warp tiles, then with cp.async copies.
+// Next:   rungs 14 to 18 (diff kernels/10_register_double_buffer.cuh kernels/14_warp_tiles.cuh):
+//         rung 10's short loop with these warp tiles, then filled by cp.async copies.
 // Run:    ./build/bin/matmul_ladder --rung=13
 #pragma once
 #include "common.cuh"

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 14 of 15: rung 10's schedule, rung 8's warp tiles.
+// Lesson 13 of the course (the SGEMM ladder), rung 14 of 18: rung 10's schedule, rung 8's warp tiles.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=14   (lesson 13 of the course, 00-23)
 //
 // Before: rung 10 gave each thread an 8 x 16 piece of C on a 16 x 16 thread grid: a B
@@ -9,8 +9,8 @@
 //         instead of 10, for the same 6 LDS.128 and 128 FFMA per lane.
 // Lacks:  the next tile still passes through 12 registers per thread, and ptxas may move
 //         those loads down next to their stores (README.md).
-// Next:   rung 15 moves the tiles with cp.async
-//         (diff kernels/14_warp_tiles.cuh kernels/15_async_double_buffer.cuh).
+// Next:   rung 15 moves the tiles with cp.async copies spread over the first k steps
+//         (diff kernels/14_warp_tiles.cuh kernels/15_async_copies.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=14
 #pragma once
 #include "common.cuh"

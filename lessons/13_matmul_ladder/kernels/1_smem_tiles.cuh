@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 1 of 15: shared-memory tiles.
+// Lesson 13 of the course (the SGEMM ladder), rung 1 of 18: shared-memory tiles.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=1   (lesson 13 of the course, 00-23)
 //
 // Before: the naive kernel of lesson 06 reads both operands of every FMA from

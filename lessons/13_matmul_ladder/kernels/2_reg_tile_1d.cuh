@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 2 of 15: a 1D register tile.
+// Lesson 13 of the course (the SGEMM ladder), rung 2 of 18: a 1D register tile.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=2   (lesson 13 of the course, 00-23)
 //
 // Before: rung 1 read 2 values from shared memory for every FMA; shared memory,

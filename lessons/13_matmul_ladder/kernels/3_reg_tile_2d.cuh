@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 3 of 15: a 2D register tile.
+// Lesson 13 of the course (the SGEMM ladder), rung 3 of 18: a 2D register tile.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=3   (lesson 13 of the course, 00-23)
 //
 // Before: rung 2 reused each value of B 8 times but each value of A only once

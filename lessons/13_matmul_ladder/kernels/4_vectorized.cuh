@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 4 of 15: 16-byte loads, A transposed.
+// Lesson 13 of the course (the SGEMM ladder), rung 4 of 18: 16-byte loads, A transposed.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=4   (lesson 13 of the course, 00-23)
 //
 // Before: rung 3 moved every value with its own 4-byte load (8 LDG per thread per

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 5 of 15: no bank conflicts.
+// Lesson 13 of the course (the SGEMM ladder), rung 5 of 18: no bank conflicts.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=5   (lesson 13 of the course, 00-23)
 //
 // Before: rung 4 read B at tx*8 (8 lanes, 16 B each at a 32 B stride: 2-way

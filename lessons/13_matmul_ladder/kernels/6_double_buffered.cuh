@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 6 of 15: double buffering.
+// Lesson 13 of the course (the SGEMM ladder), rung 6 of 18: double buffering.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=6   (lesson 13 of the course, 00-23)
 //
 // Before: rung 5 loaded a tile, waited at a barrier, computed it, waited again:

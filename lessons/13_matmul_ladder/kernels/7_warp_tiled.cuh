@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 7 of 15: warp tiles.
+// Lesson 13 of the course (the SGEMM ladder), rung 7 of 18: warp tiles.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=7   (lesson 13 of the course, 00-23)
 //
 // Before: rung 6 gave each thread an 8 x 8 tile of a 128 x 128 block tile, spent

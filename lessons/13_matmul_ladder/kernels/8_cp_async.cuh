@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 8 of 15: warp tiles + a cp.async pipeline.
+// Lesson 13 of the course (the SGEMM ladder), rung 8 of 18: warp tiles + a cp.async pipeline.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=8   (lesson 13 of the course, 00-23)
 //
 // Before: rung 7 staged the next tile through registers (24 per thread, live

@@ -1,4 +1,4 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 9 of 15: a 128 x 256 tile, 8 x 16 per thread.
+// Lesson 13 of the course (the SGEMM ladder), rung 9 of 18: a 128 x 256 tile, 8 x 16 per thread.
 // Run this rung alone: ./build/bin/matmul_ladder --rung=9   (lesson 13 of the course, 00-23)
 //
 // Before: rung 6 (this rung's parent; rung 8 took another road) gave each thread

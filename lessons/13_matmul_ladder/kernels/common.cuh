@@ -1,11 +1,11 @@
 // Lesson 13 of the course (the SGEMM ladder): the few helpers the rungs share.
 // Part of lesson 13 of the course (00-23), 13_matmul_ladder; run: ./build/bin/matmul_ladder
 //
-// Every rung in this folder (kernels/N_name.cuh, N = 1..15) is self-contained on
+// Every rung in this folder (kernels/N_name.cuh, N = 1..18) is self-contained on
 // purpose, so that `diff kernels/5_conflict_free.cuh kernels/6_double_buffered.cuh`
 // shows exactly one idea. Only what does not change from rung to rung lives here:
 // the problem a launcher gets (Gemm), the grid size, and the 16-byte accesses with
-// their guarded 4-byte fallback at the matrix edges (rungs 4-15).
+// their guarded 4-byte fallback at the matrix edges (rungs 4-18).
 // Run the ladder: ./build/bin/matmul_ladder (or --rung=N for one rung); README.md explains it.
 #pragma once
 #include <cstdint>

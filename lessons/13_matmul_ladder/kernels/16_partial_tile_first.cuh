@@ -1,39 +1,28 @@
-// Lesson 13 of the course (the SGEMM ladder), rung 15 of 15: rung 10's schedule, filled by cp.async.
-// Run this rung alone: ./build/bin/matmul_ladder --rung=15   (lesson 13 of the course, 00-23)
+// Lesson 13 of the course (the SGEMM ladder), rung 16 of 18: the partial k tile first.
+// Run this rung alone: ./build/bin/matmul_ladder --rung=16   (lesson 13 of the course, 00-23)
 //
-// Before: rung 14 had rung 10's schedule, that of the fastest hand-written SGEMMs: a
-//         128 x 256 x 8 tile, two shared buffers, one barrier per tile, fragments
-//         double-buffered in registers, with rung 8's warp tiles. It staged the next tile
-//         through registers, where ptxas may move the loads down next to their stores and
-//         expose their latency (README.md).
-//         Rungs 11 to 13 grew rung 8 instead and hit a loop too long for the instruction cache.
-// Here:   rung 14's schedule and warp tiles (8 warps of 64 x 64, 16 x 8 per lane), with
-//         the next tile moved by cp.async, a few copies after each of the
-//         first k steps: nothing passes through registers, so the compiler cannot move
-//         the loads. A goes in transposed by 4-byte copies, B by 16-byte copies. The
-//         partial k tile (K % 8 columns) is copied first, so every tile of the loop is
-//         whole: the loop has no edge path, and rows or columns outside the matrices are
-//         copies of 0 bytes (zero fill). Per 8-wide tile the loop body is 8 x 128 FFMA,
-//         48 LDS.128, 6 copies and one barrier: about as long as cuBLAS's.
-// Lacks:  fp32 FFMA is all it uses: cuBLAS's TF32 and BF16 tensor cores run several
-//         times faster (lesson 08, lesson 20).
-// Next:   lesson 14 (14_reduction), Part II; README.md, "Next".
-// Run:    ./build/bin/matmul_ladder --rung=15
+// Before: rung 15 checked every copy's column of A or row of B against K, on every tile,
+//         for the sake of the last tile, the only one that can be partial.
+// Here:   the partial tile (K % 8 columns, or a whole one when 8 divides K) is tile 0,
+//         copied with those checks before the loop; every tile the loop copies is whole, so
+//         its copies keep only the M and N edges, worked out once per thread (0 bytes). The
+//         columns are summed in the same order as in rung 15; the zeros sit elsewhere.
+// Lacks:  each read and each copy adds its stage's base (As[cur], or s * kAStage) to its
+//         position.
+// Next:   rung 17 keeps the positions themselves and flips them between stages with one XOR
+//         (diff kernels/16_partial_tile_first.cuh kernels/17_xor_stages.cuh).
+// Run:    ./build/bin/matmul_ladder --rung=16
 #pragma once
 #include "common.cuh"
 #include "common/check.h"
 
-namespace rung15 {
+namespace rung16 {
 
 constexpr int kBM = 128, kBN = 256, kBK = 8;              // block tile
 constexpr int kWM = 64, kWN = 64, kTM = 16, kTN = 8;      // warp tile, lane tile (rung 8's)
 constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256: 8 warps
 constexpr int kLDA = kBM + 4;                             // padded row of the transposed A tile
-// Shared memory as float offsets: A's two stages at 0 and 2048, B's at 4096 and 6144 (32 KB in
-// all). Every offset inside a stage has bit 11 clear in stage 0 and set in stage 1, so one XOR
-// with kFlip moves a read or write position to the same place in the other stage.
-constexpr int kFlip = 2048, kB0 = 4096, kSmemFloats = 8192;
-static_assert(kBK * kLDA <= kFlip && kBK * kBN <= kFlip, "a stage must fit in its 8 KB");
+constexpr int kAStage = kBK * kLDA, kBStage = kBK * kBN;  // floats per stage of As and of Bs
 
 // `dst` is a shared-memory address (__cvta_generic_to_shared). cp.async exists from sm_80
 // (Ampere) on; older GPUs get plain, synchronous copies with the same zero fill, so the file
@@ -43,32 +32,23 @@ static_assert(kBK * kLDA <= kFlip && kBK * kBN <= kFlip, "a stage must fit in it
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {  // bytes 0: zero fill
     asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
-__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, unsigned bytes) {  // zero fill past bytes
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 #else
 __device__ __forceinline__ void cp_async_4(unsigned dst, const float* src, unsigned bytes) {
     const float v = bytes ? *src : 0.0f;
     asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(v) : "memory");
 }
-__device__ __forceinline__ void cp_async_16(unsigned dst, const float* src, unsigned bytes) {
-    float v[4];
-    for (int i = 0; i < 4; ++i) v[i] = 4u * i < bytes ? src[i] : 0.0f;
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                 : "memory");
-}
 __device__ __forceinline__ void cp_async_wait_all() {}
 #endif
 
 // Step k's fragments: rows lm + {0, 16, 32, 48} of the warp's A columns and columns
 // ln + {0, 32} of its B rows, six LDS.128 (rung 8's lane layout).
-__device__ __forceinline__ void fragments(const float* smem, int a_read, int b_read, int k, float (&a)[kTM],
-                                          float (&b)[kTN]) {
+__device__ __forceinline__ void fragments(const float* As, const float* Bs, int a_read, int b_read, int k,
+                                          float (&a)[kTM], float (&b)[kTN]) {
 #pragma unroll
-    for (int i = 0; i < kTM / 4; ++i) put4(a + 4 * i, lds4(smem + a_read + k * kLDA + 16 * i));
+    for (int i = 0; i < kTM / 4; ++i) put4(a + 4 * i, lds4(As + a_read + k * kLDA + 16 * i));
 #pragma unroll
-    for (int j = 0; j < kTN / 4; ++j) put4(b + 4 * j, lds4(smem + b_read + k * kBN + 32 * j));
+    for (int j = 0; j < kTN / 4; ++j) put4(b + 4 * j, lds4(Bs + b_read + k * kBN + 32 * j));
 }
 
 __device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float (&b)[kTN], float (&acc)[kTM][kTN]) {
@@ -78,25 +58,26 @@ __device__ __forceinline__ void outerProduct(const float (&a)[kTM], const float 
         for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);  // 128 FFMA
 }
 
-// kVecB: every row of B starts 16-byte aligned (N % 4 == 0), so B moves in 16-byte copies (2 per
-// thread per tile); otherwise in 4-byte copies (8 per thread).
-template <bool kVecB>
+// B moves in 4-byte copies, 8 per thread per tile, whatever N.
 __global__ void __launch_bounds__(kThreads, 1)
-    sgemmAsyncDoubleBuffered(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                             float* __restrict__ C) {
-    __shared__ __align__(16) float smem[kSmemFloats];
-    const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    sgemmAsyncPartialFirst(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                           float* __restrict__ C) {
+    __shared__ __align__(16) float As[2][kAStage];  // stage s of A's tile at As[s], of B's at Bs[s]
+    __shared__ __align__(16) float Bs[2][kBStage];
+    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(As));
+    const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(Bs));
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
     const int wm = (warp / (kBN / kWN)) * kWM, wn = (warp % (kBN / kWN)) * kWN;  // warp tile origin
     const int lm = (lane / 8) * 4, ln = (lane % 8) * 4;  // lane's first 4 x 4 sub-tile in the warp tile
-    int a_read = wm + lm, b_read = kB0 + wn + ln;        // fragment positions in stage 0
+    const int a_read = wm + lm, b_read = wn + ln;        // fragment positions in a stage
+    int cur = 0;                                         // the stage the fragments are read from
 
     // Copy plan, fixed for the whole loop. A: elements (row ra + 32 i, column ka) of the tile, i < 4,
     // to As[ka][ra + 32 i]: 8 lanes read 8 consecutive k of a row (one 32-byte sector) and the padded
     // row puts a warp's 32 stores in 32 banks. A row below M is clamped to a real one and copies 0 bytes.
     const int ka = t % 8, ra = t / 8;
-    int a_write = ka * kLDA + ra;
+    const int a_write = ka * kLDA + ra;
     const int ra0 = min(m0 + ra, M - 1);
     const float* a_src = A + size_t(ra0) * K + ka;  // advanced along k, one tile at a time
     int a_off[4];                                   // row i's offset from a_src (clamped rows: 0)
@@ -108,71 +89,63 @@ __global__ void __launch_bounds__(kThreads, 1)
         a_bytes[i] = r < M ? 4u : 0u;
     }
     // B: kW floats per copy, rows rb + kRowStep * j of the tile, columns nb .. nb + kW - 1.
-    constexpr int kW = kVecB ? 4 : 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
+    constexpr int kW = 1, kPerRow = kBN / kW, kRowStep = kThreads / kPerRow, kBCopies = kBK / kRowStep;
     const int rb = t / kPerRow, nb = (t % kPerRow) * kW;
-    int b_write = kB0 + rb * kBN + nb;
+    const int b_write = rb * kBN + nb;
     const float* b_src = B + size_t(rb) * N + min(n0 + nb, N - kW);        // a column past N: clamped, 0 bytes
     const unsigned b_bytes = 4u * unsigned(min(max(N - n0 - nb, 0), kW));  // kW floats, or 0 past the last column
     const int b_step = kRowStep * N;
 
     constexpr int kCopies = 4 + kBCopies, kPerStep = (kCopies + 3) / 4;  // spread over k steps 0..3
-    const auto copy = [&](int q) {  // copy q of a whole tile into the stage being written
-        if (q < 4) cp_async_4(sbase + 4u * (a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
-        else if (kVecB)
-            cp_async_16(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
-        else cp_async_4(sbase + 4u * (b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
+    const auto copy = [&](int q, int s) {                                // copy q of a whole tile into stage s
+        if (q < 4) cp_async_4(sa + 4u * (s * kAStage + a_write + 32 * q), a_src + a_off[q], a_bytes[q]);
+        else
+            cp_async_4(sb + 4u * (s * kBStage + b_write + (q - 4) * kRowStep * kBN), b_src + (q - 4) * b_step, b_bytes);
     };
 
     // Tile 0 is the partial one: its first `first` columns of k are real, the rest zeros. Every later tile is whole.
-    // These guarded copies are written out rather than shared with copy(): one copy() with a guard flag cost the
-    // loop 2 instructions per tile and 0.4-1% of its speed on an H100.
+    // These guarded copies are written out rather than shared with copy(), so that the loop's copies check no k.
     const int tiles = (K + kBK - 1) / kBK, first = K - (tiles - 1) * kBK;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const bool in = a_bytes[i] != 0 && ka < first;
-        cp_async_4(sbase + 4u * (a_write + 32 * i), in ? a_src + a_off[i] : A, in ? 4u : 0u);
+        cp_async_4(sa + 4u * (a_write + 32 * i), in ? a_src + a_off[i] : A, in ? 4u : 0u);
     }
 #pragma unroll
     for (int j = 0; j < kBCopies; ++j) {
         const bool in = b_bytes != 0 && rb + kRowStep * j < first;
-        const unsigned dst = sbase + 4u * (b_write + j * kRowStep * kBN);
-        if (kVecB) cp_async_16(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
-        else cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
+        const unsigned dst = sb + 4u * (b_write + j * kRowStep * kBN);
+        cp_async_4(dst, in ? b_src + j * b_step : B, in ? b_bytes : 0u);
     }
     a_src += first;
     b_src += size_t(first) * N;
     cp_async_wait_all();
     __syncthreads();
-    a_write ^= kFlip;  // the next tile goes to stage 1
-    b_write ^= kFlip;
 
     float acc[kTM][kTN] = {};
     float a[2][kTM], b[2][kTN];  // step k's fragments feed the FFMA while step k+1's load
-    fragments(smem, a_read, b_read, 0, a[0], b[0]);
+    fragments(As[cur], Bs[cur], a_read, b_read, 0, a[0], b[0]);
     for (int tile = 1; tile < tiles; ++tile) {  // computes tile-1 from one stage while `tile` lands in the other
 #pragma unroll
         for (int k = 0; k < kBK; ++k) {
             if (k == kBK - 1) {       // last step: switch stages before its FFMA, so they hide the first reads
                 cp_async_wait_all();  // this thread's copies of `tile` have landed ...
                 __syncthreads();      // ... and everyone's; nobody reads the stage of tile-1 any more
-                a_read ^= kFlip;
-                b_read ^= kFlip;
-                a_write ^= kFlip;
-                b_write ^= kFlip;
+                cur ^= 1;
                 a_src += kBK;
                 b_src += size_t(kBK) * N;
             }
-            fragments(smem, a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
-            if (k < 4) {  // this step's share of the copies of `tile`: steps 0-2 (16-byte B) or 0-3
+            fragments(As[cur], Bs[cur], a_read, b_read, (k + 1) % kBK, a[(k + 1) % 2], b[(k + 1) % 2]);
+            if (k < 4) {  // this step's share of the copies of `tile`: 3 in each of steps 0-3
 #pragma unroll
-                for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q);
+                for (int q = k * kPerStep; q < (k + 1) * kPerStep && q < kCopies; ++q) copy(q, cur ^ 1);
             }
             outerProduct(a[k % 2], b[k % 2], acc);
         }
     }
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {  // the last tile: nothing left to copy
-        if (k + 1 < kBK) fragments(smem, a_read, b_read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
+        if (k + 1 < kBK) fragments(As[cur], Bs[cur], a_read, b_read, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
         outerProduct(a[k % 2], b[k % 2], acc);
     }
 
@@ -190,10 +163,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 inline void launch(const Gemm& g) {
     const dim3 grid(blocks(g.N, kBN), blocks(g.M, kBM));
-    if (g.N % 4 == 0 && reinterpret_cast<uintptr_t>(g.B) % 16 == 0)
-        sgemmAsyncDoubleBuffered<true><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
-    else sgemmAsyncDoubleBuffered<false><<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    sgemmAsyncPartialFirst<<<grid, kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace rung15
+}  // namespace rung16
