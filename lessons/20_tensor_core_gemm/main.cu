@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) +
-                  "; at each shape cuBLAS (fp32 C, bf16 C) and every rung interleaved, one sample of each in turn "
-                  "(lesson::time_interleaved_ms)");
+                  "; at each shape cuBLAS (fp32 C, bf16 C) and every bf16 rung interleaved, one sample of each in "
+                  "turn (lesson::time_interleaved_ms); rung 12 likewise with cuBLASLt FP8 (fp32 C, bf16 C)");
     std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;

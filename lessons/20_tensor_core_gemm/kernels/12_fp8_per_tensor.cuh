@@ -167,7 +167,9 @@ inline void launch(const Fp8Gemm& g) {
     cfg.dynamicSmemBytes = kSmemBytes;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    static int max_clusters = 0;  // as rung 11: clusters that fit at once, or the pieces if fewer
+    // How many clusters of this kernel fit on the GPU at once (not always sms / 2: a cluster's
+    // CTAs must sit in one GPC); the grid is that many, or the number of pieces if smaller.
+    static int max_clusters = 0;
     if (max_clusters == 0) {
         cfg.gridDim = dim3(kCluster * g.sms);
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_clusters, fp8PerTensor, &cfg));
