@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
         CUBLAS_CHECK(cublasLtDestroy(lt));
         report.note("rung 12: FP8 E4M3 A and B^T (N x K), quantized on the host with one scale per tensor (amax / "
                     "448); checked against a double CPU reference of the quantized operands times both scales, "
-                    "tolerance for the fp32 output and the FP8 MMA's accumulator (2^-14) only; cuBLASLt's FP8 "
+                    "tolerance for the fp32 output and the FP8 MMA's truncating accumulator (2^-14) only; cuBLASLt's FP8 "
                     "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
     }
 
