@@ -272,8 +272,9 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
             c.report.yardstick(std::string("cuBLASLt FP8 E4M3 -> ") + (v == 0 ? "fp32" : "bf16") +
                                    " (per-tensor scales), " + s.text(),
                                tflops(ms[v]), "TFLOP/s");
-            c.report.work(std::string("cuBLASLt FP8 ") + kCublasOut[v] + " @" + s.text(), flop,
-                          ab_bytes + double(s.c()) * (v == 0 ? 4 : 2), ms[v]);
+            const std::string row = std::string("cuBLASLt FP8 ") + kCublasOut[v] + " @" + s.text();
+            c.report.variant(row, ms[v], tflops(ms[v]), "TFLOP/s");
+            c.report.work(row, flop, ab_bytes + double(s.c()) * (v == 0 ? 4 : 2), ms[v]);
         }
         const int fast = lts == 2 && ms[1] < ms[0] ? 1 : 0;
         best.yardstick = std::string("cuBLASLt FP8 (") + kCublasOut[fast] + ")";
