@@ -156,8 +156,8 @@ static LtPlan make_lt_plan(cublasLtHandle_t lt, const Fp8Problem& p, cudaDataTyp
                                                       sizeof workspace));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1,
-                                                             &result, &found);
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     plan.found = st == CUBLAS_STATUS_SUCCESS && found > 0;
     plan.algo = result.algo;
@@ -218,9 +218,9 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
     const double tol = fp8_tol(s.K);
     const std::vector<int> rows = fp8_rows(s, timed);
     const std::vector<double> ref = fp8_reference(p, rows);
-    const std::string where = (rows.size() == size_t(s.M) ? std::string("every element")
-                                                           : std::to_string(rows.size()) + " rows") +
-                              " of " + s.text();
+    const std::string where =
+        (rows.size() == size_t(s.M) ? std::string("every element") : std::to_string(rows.size()) + " rows") + " of " +
+        s.text();
     LtPlan plans[2] = {make_lt_plan(f.lt, p, CUDA_R_32F), make_lt_plan(f.lt, p, CUDA_R_16BF)};
     if (!plans[0].found)
         lesson::fail_call("cuBLASLt", "cublasLtMatmulAlgoGetHeuristic", "no FP8 algorithm with fp32 C", __FILE__,
@@ -242,8 +242,7 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
         std::vector<uint16_t> bits(s.c());
         CUDA_CHECK(cudaMemcpy(bits.data(), d_ref16, s.c() * 2, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < s.c(); ++i) h_C[i] = verify::bf16_bits_to_float(bits[i]);
-        c.report.check(verify::compare(h_C.data(), h_ref.data(), s.c(),
-                                       verify::unit_roundoff(verify::kBf16) + 2 * tol,
+        c.report.check(verify::compare(h_C.data(), h_ref.data(), s.c(), verify::unit_roundoff(verify::kBf16) + 2 * tol,
                                        "cuBLASLt FP8 bf16 out vs fp32 out, every element of " + s.text()));
     }
     const Fp8Gemm g = p.gemm(p.d_C, sms);
@@ -260,11 +259,10 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
     Best best;
     if (lt && timed) {
         const int lts = plans[1].found ? 2 : 1;  // bf16 C timed where cuBLASLt has it
-        const std::vector<double> ms =
-            lesson::time_interleaved_ms(c.repeat, lts + int(f.rungs.size()), [&](int v) {
-                if (v < lts) run_lt(f.lt, plans[v], p, v == 0 ? static_cast<void*>(d_ref) : d_ref16, f.workspace);
-                else f.rungs[size_t(v - lts)]->launch8(g);
-            });
+        const std::vector<double> ms = lesson::time_interleaved_ms(c.repeat, lts + int(f.rungs.size()), [&](int v) {
+            if (v < lts) run_lt(f.lt, plans[v], p, v == 0 ? static_cast<void*>(d_ref) : d_ref16, f.workspace);
+            else f.rungs[size_t(v - lts)]->launch8(g);
+        });
         const double flop = 2.0 * double(s.M) * s.N * s.K, ab_bytes = double(s.a() + s.b());
         const auto tflops = [&](double t_ms) { return flop / (t_ms * 1e9); };
         const std::string small = lesson::small_gemm_note(s.M, s.N, c.prop);
@@ -314,7 +312,8 @@ static Best fp8_part(Context& c, Fp8Context& f, const Shape& first_check, const 
         const Best b = fp8_shape(c, f, s, c.seed + 200 + 10 * t, true, true, false);
         if (t == 0 || s.M == 4096) {
             key = b;
-            key_text = b.name.empty() ? "" : b.name + "' " + std::to_string(int(b.tflops + 0.5)) + " TFLOP/s at " + s.text();
+            key_text =
+                b.name.empty() ? "" : b.name + "' " + std::to_string(int(b.tflops + 0.5)) + " TFLOP/s at " + s.text();
             small_key = lesson::small_gemm_note(s.M, s.N, c.prop);
         }
     }

@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
         return report.skip(gate.reason(), opt.json);
     const bool any_sm90a = std::any_of(ladder.begin(), ladder.end(), [](const Rung* r) { return r->needs.sm90a; });
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (any_sm90a || !fp8.empty()) encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime
+    if (any_sm90a || !fp8.empty())
+        encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));
@@ -243,10 +244,11 @@ int main(int argc, char** argv) {
         }
         CUDA_CHECK(cudaFree(workspace));
         CUBLAS_CHECK(cublasLtDestroy(lt));
-        report.note("rung 12: FP8 E4M3 A and B^T (N x K), quantized on the host with one scale per tensor (amax / "
-                    "448); checked against a double CPU reference of the quantized operands times both scales, "
-                    "tolerance for the fp32 output and the FP8 MMA's truncating accumulator (2^-14) only; cuBLASLt's FP8 "
-                    "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
+        report.note(
+            "rung 12: FP8 E4M3 A and B^T (N x K), quantized on the host with one scale per tensor (amax / "
+            "448); checked against a double CPU reference of the quantized operands times both scales, "
+            "tolerance for the fp32 output and the FP8 MMA's truncating accumulator (2^-14) only; cuBLASLt's FP8 "
+            "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
     }
 
     if (!any_sm90a)

@@ -71,8 +71,8 @@ __device__ __forceinline__ void piece_coords(int p, int pieces_m, int pieces_n, 
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    fp8PerTensor(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_Bt, float* C,
-                 int M, int N, int K, float scale) {
+    fp8PerTensor(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_Bt, float* C, int M,
+                 int N, int K, float scale) {
 #if defined(PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             fence_acc(d);
             if (t % 32 == 0)
                 for (uint32_t r = 0; r < kCluster; ++r) mbar_arrive_cluster(&s.empty[(it - 1) % kStages], r);
-            // The two per-tensor scales, once per element: C = sa * sb * sum(a_q b_q)
+                    // The two per-tensor scales, once per element: C = sa * sb * sum(a_q b_q)
 #pragma unroll
             for (int i = 0; i < kBN / 2; ++i) d[i] *= scale;
             store_acc(d, C, N, m0 + 64 * c, n0, t);
