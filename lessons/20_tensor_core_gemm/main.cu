@@ -8,12 +8,12 @@
 // a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory (5),
 // fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
 // multicast (9), a persistent grid (10), one wgmma group kept in flight (11), then FP8 E4M3
-// operands with one scale per tensor (12). This file is the host side: flags, the rung table, and the parts in order: the
-// checks against a double-precision CPU reference (checks.cuh: 1024^3 and two more shapes), then
-// at every timed size each rung against cuBLAS's fp32 C element by element, and all of them timed
-// in turns with cuBLAS in its two configurations (fp32 C and bf16 C; the faster is the
-// yardstick): timed.cuh. The problem on the device and cuBLAS's calls: problem.cuh. Rung 12 has
-// its own problem, checks and yardstick (cuBLASLt FP8): fp8.cuh, part 3.
+// operands with one scale per tensor (12). This file is the host side: flags, the rung table, and
+// the parts in order: the checks against a double-precision CPU reference (checks.cuh: 1024^3
+// and two more shapes), then at every timed size each rung against cuBLAS's fp32 C element by
+// element, and all of them timed in turns with cuBLAS in its two configurations (fp32 C and
+// bf16 C; the faster is the yardstick): timed.cuh. The problem on the device and cuBLAS's calls:
+// problem.cuh. Rung 12 has its own problem, checks and yardstick (cuBLASLt FP8): fp8.cuh, part 3.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -2,9 +2,10 @@
 //
 // Every rung (kernels/N_name.cuh, N = 1..12) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
-// gets (Gemm; Fp8Gemm for rung 12), the wgmma descriptors of this lesson's tiles and the store of a wgmma
-// accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync, cp.async: rungs 3-5;
-// mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-11) are common/ptx.cuh, shared with
+// gets (Gemm; Fp8Gemm for rung 12), the wgmma descriptors of this lesson's bf16 tiles and the
+// store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
+// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-12; rung 12's FP8
+// wgmma is in its own file) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
 // that use them compile to a trap and main.cu's gate skips them.
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
