@@ -3,15 +3,17 @@
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Eleven rungs in kernels/N_name.cuh, one file each with its launcher, so that a
+// the tensor cores. Twelve rungs in kernels/N_name.cuh, one file each with its launcher, so that a
 // diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle and
 // a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory (5),
 // fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
-// multicast (9), a persistent grid (10), one wgmma group kept in flight (11). This file is the host side: flags, the rung table, and the parts in order: the
-// checks against a double-precision CPU reference (checks.cuh: 1024^3 and two more shapes), then
-// at every timed size each rung against cuBLAS's fp32 C element by element, and all of them timed
-// in turns with cuBLAS in its two configurations (fp32 C and bf16 C; the faster is the
-// yardstick): timed.cuh. The problem on the device and cuBLAS's calls: problem.cuh.
+// multicast (9), a persistent grid (10), one wgmma group kept in flight (11), then FP8 E4M3
+// operands with one scale per tensor (12). This file is the host side: flags, the rung table, and
+// the parts in order: the checks against a double-precision CPU reference (checks.cuh: 1024^3
+// and two more shapes), then at every timed size each rung against cuBLAS's fp32 C element by
+// element, and all of them timed in turns with cuBLAS in its two configurations (fp32 C and
+// bf16 C; the faster is the yardstick): timed.cuh. The problem on the device and cuBLAS's calls:
+// problem.cuh. Rung 12 has its own problem, checks and yardstick (cuBLASLt FP8): fp8.cuh, part 3.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "common/ceilings.h"
@@ -37,6 +40,7 @@
 
 #include "kernels/10_persistent.cuh"
 #include "kernels/11_wgmma_pipelined.cuh"
+#include "kernels/12_fp8_per_tensor.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
@@ -48,13 +52,14 @@
 #include "kernels/9_cluster_multicast.cuh"
 
 #include "checks.cuh"  // parts 1 and 1b
+#include "fp8.cuh"     // part 3
 #include "problem.cuh"
 #include "timed.cuh"  // part 2
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
 // needs from the GPU (common/needs.h): rungs 1-4 bf16 tensor cores (cc 8.0) in an sm_80 or newer
-// image, rungs 5-11 an sm_90a image on a Hopper GPU (9-11 also clusters); each its dynamic shared
-// memory per block.
+// image, rungs 5-12 an sm_90a image on a Hopper GPU (9-12 also clusters); each its dynamic shared
+// memory per block. Rung 12 takes FP8 operands: its launcher is the row's last field.
 static lesson::Needs sm80(size_t smem) { return {80, "bf16 WMMA and mma.sync", 800, false, false, smem, ""}; }
 static lesson::Needs sm90a(size_t smem, bool clusters) { return {0, "", 0, true, clusters, smem, ""}; }
 static const Rung kLadder[] = {
@@ -69,6 +74,7 @@ static const Rung kLadder[] = {
     {"9 cluster of 2, B multicast", rung9::launch, 256, 256, 64, sm90a(rung9::kSmemBytes, true)},
     {"10 persistent, tile scheduler", rung10::launch, 256, 256, 64, sm90a(rung10::kSmemBytes, true)},
     {"11 one wgmma group in flight", rung11::launch, 256, 256, 64, sm90a(rung11::kSmemBytes, true)},
+    {"12 FP8 E4M3, one scale per tensor", nullptr, 256, 256, 128, sm90a(rung12::kSmemBytes, true), rung12::launch},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -114,7 +120,7 @@ static void require_fits(const std::vector<Shape>& timed, const std::vector<cons
                 lesson::bad_input("shape " + s.text() + ": rung '" + r->name + "' needs M % " +
                                   std::to_string(r->mult_m) + " == 0, N % " + std::to_string(r->mult_n) +
                                   " == 0, K % " + std::to_string(r->mult_k) +
-                                  " == 0 (all rungs: multiples of 256, 256, 64; rungs 1-2 alone: of 16)");
+                                  " == 0 (all rungs: multiples of 256, 256, 128; rungs 1-2 alone: of 16)");
 }
 
 int main(int argc, char** argv) {
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
     std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
                     "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): eleven hand-written tensor-core rungs "
-                    "against cublasGemmEx.");
+                    "against cublasGemmEx, and an FP8 E4M3 rung against cuBLASLt.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 16, 16384, "columns of B and C (and M, K unless given)", 512);
     cli.add_int("m", &m, 16, 16384, "rows of A and C (equal to --n unless given)", 512);
@@ -146,7 +152,8 @@ int main(int argc, char** argv) {
     uint64_t host_bytes = 0, dev_bytes = 0;
     for (const Shape& s : timed) {  // floats + bits of A and B, cuBLAS's two results and one rung's
         host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float) + s.c() * 2);
-        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float) + s.c() * 2);
+        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float) + s.c() * 2 +
+                                                      kLtWorkspace);  // part 3 needs less, and cuBLASLt's scratch
     }
     for (const Shape& s : checks) host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + s.c() * 12);
     const std::string what =
@@ -174,33 +181,36 @@ int main(int argc, char** argv) {
     // One gate decides for every chosen rung (common/needs.h); a rung it skips is never launched
     // (nor its cudaFuncSetAttribute called). Nothing chosen can run here: the run is a SKIP.
     lesson::Gate gate(report);
-    std::vector<const Rung*> ladder;  // the chosen rungs this GPU and this build can run
+    std::vector<const Rung*> ladder, fp8;  // the chosen rungs this GPU and this build can run: bf16, FP8
     for (const Rung* r : chosen)
-        if (gate.run(std::string("rung ") + r->name, r->needs)) ladder.push_back(r);
+        if (gate.run(std::string("rung ") + r->name, r->needs)) (r->launch8 ? fp8 : ladder).push_back(r);
     // Rungs named by --rung must all run: a list with one this GPU cannot run is a SKIP too.
-    if (gate.none_ran() || (rungs != "0" && ladder.size() < chosen.size())) return report.skip(gate.reason(), opt.json);
+    if (gate.none_ran() || (rungs != "0" && ladder.size() + fp8.size() < chosen.size()))
+        return report.skip(gate.reason(), opt.json);
     const bool any_sm90a = std::any_of(ladder.begin(), ladder.end(), [](const Rung* r) { return r->needs.sm90a; });
     PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (any_sm90a) encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime
+    if (any_sm90a || !fp8.empty())
+        encode = lesson::tensor_map_encoder();  // the driver's TMA encoder, through the runtime
 
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));
     Context c{report, handle, prop, ladder, encode, static_cast<uint64_t>(opt.seed), int(opt.repeat)};
 
     // Part 1: every rung against the CPU (checks.cuh); 1b: the persistent rungs, many pieces per cluster.
-    check_against_cpu(c, checks, opt.inject_fault);
+    // With the FP8 rung alone, parts 1 and 2 have no rung and are left out.
+    if (!ladder.empty()) check_against_cpu(c, checks, opt.inject_fault);
     check_persistent(c, timed, kLadder[8]);
 
     // Part 2: each timed shape, every rung against cuBLAS, then all timed in turns (timed.cuh).
     const double peak = lesson::peak_gflops(prop, int(opt.device), lesson::MathUnit::Bf16Tensor) / 1e3;
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) +
-                  "; at each shape cuBLAS (fp32 C, bf16 C) and every rung interleaved, one sample of each in turn "
-                  "(lesson::time_interleaved_ms)");
+                  "; at each shape cuBLAS (fp32 C, bf16 C) and every bf16 rung interleaved, one sample of each in "
+                  "turn (lesson::time_interleaved_ms); rung 12 likewise with cuBLASLt FP8 (fp32 C, bf16 C)");
     std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;
-    for (size_t t = 0; t < timed.size(); ++t) {
+    for (size_t t = 0; t < timed.size() && !ladder.empty(); ++t) {
         const Shape& s = timed[t];
         std::string small;
         const Best b = time_shape(c, s, t, peak, small);
@@ -217,6 +227,30 @@ int main(int argc, char** argv) {
         }
     }
 
+    // Part 3: the FP8 rung against the CPU and cuBLASLt, timed in turns with it (fp8.cuh).
+    if (!fp8.empty()) {
+        cublasLtHandle_t lt;
+        CUBLAS_CHECK(cublasLtCreate(&lt));
+        void* workspace = nullptr;
+        CUDA_CHECK(cudaMalloc(&workspace, kLtWorkspace));
+        Fp8Context f{lt, workspace, fp8};
+        std::string text, small;
+        const Best b = fp8_part(c, f, checks[0], checks[1], timed, opt.inject_fault && ladder.empty(), text, small);
+        if (ladder.empty()) {  // the FP8 rung alone: its result is the key one
+            best = text;
+            best_fraction = b.fraction;
+            best_yardstick = b.yardstick;
+            best_small = small;
+        }
+        CUDA_CHECK(cudaFree(workspace));
+        CUBLAS_CHECK(cublasLtDestroy(lt));
+        report.note(
+            "rung 12: FP8 E4M3 A and B^T (N x K), quantized on the host with one scale per tensor (amax / "
+            "448); checked against a double CPU reference of the quantized operands times both scales, "
+            "tolerance for the fp32 output and the FP8 MMA's truncating accumulator (2^-14) only; cuBLASLt's FP8 "
+            "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
+    }
+
     if (!any_sm90a)
         report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 (sm_90a), and none ran");
     report.note(
@@ -225,8 +259,8 @@ int main(int argc, char** argv) {
         "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
     report.note(
         "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-        "stored); rungs 3-11 have no edge code and need the multiples in the rung table (all rungs together: "
-        "M, N multiples of 256, K of 64); other shapes are rejected with exit 2");
+        "stored); rungs 3-12 have no edge code and need the multiples in the rung table (all rungs together: "
+        "M, N multiples of 256, K of 128); other shapes are rejected with exit 2");
     report.note(
         "timed shapes compare each rung with cuBLAS's fp32 output, every element; cuBLAS is checked against the "
         "CPU on sampled rows (all rows for small shapes)");

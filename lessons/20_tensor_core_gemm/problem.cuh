@@ -22,12 +22,14 @@
 #include "kernels/common.cuh"
 
 // One row of the ladder: name, launcher, the multiples M, N and K must be, and what it needs
-// from the GPU (common/needs.h), its dynamic shared memory per block included.
+// from the GPU (common/needs.h), its dynamic shared memory per block included. The FP8 rung
+// has its own problem (fp8.cuh): launch is null and launch8 its launcher.
 struct Rung {
     const char* name;
     void (*launch)(const Gemm&);
     int mult_m, mult_n, mult_k;
     lesson::Needs needs;
+    void (*launch8)(const Fp8Gemm&) = nullptr;
 };
 
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes

@@ -1,10 +1,11 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the rungs share.
 //
-// Every rung (kernels/N_name.cuh, N = 1..11) is self-contained, so that `diff` of two
+// Every rung (kernels/N_name.cuh, N = 1..12) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
-// gets (Gemm), the wgmma descriptors of this lesson's tiles and the store of a wgmma
-// accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync, cp.async: rungs 3-5;
-// mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-11) are common/ptx.cuh, shared with
+// gets (Gemm; Fp8Gemm for rung 12), the wgmma descriptors of this lesson's bf16 tiles and the
+// store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
+// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-12; rung 12's FP8
+// wgmma is in its own file) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
 // that use them compile to a trap and main.cu's gate skips them.
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
@@ -24,6 +25,17 @@ struct Gemm {
     const CUtensorMap* tma_A;  // rungs 6-11: TMA descriptors of A and B (main.cu builds them), boxes of
     const CUtensorMap* tma_B;  // 64 x 64 elements, 128-byte swizzle
     int sms;                   // multiprocessors (the persistent rung sizes its grid from it)
+};
+
+// Rung 12's product: A (M x K) and B^T (N x K), both row-major FP8 E4M3 codes behind TMA
+// descriptors of 64 x 128-byte boxes; C (M x N, fp32) = scale * (A B), scale = sa * sb.
+struct Fp8Gemm {
+    int M, N, K;
+    const CUtensorMap* tma_A;
+    const CUtensorMap* tma_Bt;
+    float scale;
+    float* C;
+    int sms;
 };
 
 #if defined(PTX_SM90A)
