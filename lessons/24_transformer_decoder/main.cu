@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamCreate(&D.s));
     CUBLAS_CHECK(cublasCreate(&D.blas));
     CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
-    alloc(D.d_ws, 32 << 20, 0);  // its own workspace: a graph capture must not allocate
+    D.alloc(D.d_ws, 32 << 20, 0);  // its own workspace: a graph capture must not allocate
     CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
     lesson::Gate fast_paths(report);  // not the run's gate: without them, cuBLAS and causalAttention
     if (fast_paths.run("lesson 20's rung 11 for the prefill GEMMs", wgmma_needs()))
@@ -259,5 +259,6 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaGraphDestroy(graph));
     CUBLAS_CHECK(cublasDestroy(D.blas));
     CUDA_CHECK(cudaStreamDestroy(D.s));
+    D.free_all();
     return report.finish(opt.json);
 }

@@ -84,6 +84,21 @@ struct Decoder {
     int check_layer = -1;                                // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
 
+    std::vector<void*> owned;  // every device buffer of the run, freed together by free_all()
+
+    // A device buffer, filled as it is made: 0xFF (NaN as fp32 and as bf16, -1 as int) where a kernel
+    // writes it before anything reads it, so that a missed write shows in the checks as NaN, or 0 where
+    // zero is its starting state (counters). Nothing is read before it is set.
+    template <class T>
+    void alloc(T*& p, size_t bytes, int fill = 0xFF) {
+        CUDA_CHECK(cudaMalloc(&p, bytes));
+        owned.push_back(p);
+        CUDA_CHECK(cudaMemset(p, fill, bytes));
+    }
+    void free_all() {
+        for (void* p : owned) CUDA_CHECK(cudaFree(p));
+        owned.clear();
+    }
     int tiles() const { return int((m.d + kGemvCols - 1) / kGemvCols); }  // 256-column tiles of a row of x
     PagedKv kv(int l) const {
         return {d_pool + size_t(l) * layer_elems, d_table, int(r.pages()), int(r.page), int(m.kv_heads), int(m.hd())};
@@ -113,6 +128,7 @@ static void draw(bf16* w, size_t n, uint64_t seed, int64_t id, float amp, float 
 static void make_weights(Decoder& D, uint64_t seed) {
     const Dims& m = D.m;
     CUDA_CHECK(cudaMalloc(&D.d_weights, size_t(m.params()) * sizeof(bf16)));
+    D.owned.push_back(D.d_weights);
     bf16* p = D.d_weights;
     auto take = [&](int64_t n) {
         bf16* t = p;
@@ -151,51 +167,43 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
            (32 << 20);
 }
 
-// A device buffer, filled as it is made: 0xFF (NaN as fp32 and as bf16, -1 as int) where a kernel
-// writes it before anything reads it, so that a missed write shows in the checks as NaN, or 0 where
-// zero is its starting state (counters). Nothing is read before it is set.
-template <class T>
-static void alloc(T*& p, size_t bytes, int fill = 0xFF) {
-    CUDA_CHECK(cudaMalloc(&p, bytes));
-    CUDA_CHECK(cudaMemset(p, fill, bytes));
-}
 
 static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
     const size_t rows = size_t(r.batch * r.ctx());
     work_bytes(m, r, &D.proj_floats);
-    alloc(D.proj, D.proj_floats * 4);
+    D.alloc(D.proj, D.proj_floats * 4);
     const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
-    for (float*& y : D.gemv_y) alloc(y, size_t(r.batch * widest) * 4);
-    alloc(D.planes, D.proj_floats * 4);
-    alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
-    alloc(D.x, rows * m.d * 4);
-    alloc(D.ssq, size_t(r.batch * D.tiles()) * 4);
-    alloc(D.xn, rows * m.d * 2);
-    alloc(D.q, rows * m.d * 2);
-    alloc(D.attn, rows * m.d * 2);
-    alloc(D.act, rows * m.mlp * 2);
+    for (float*& y : D.gemv_y) D.alloc(y, size_t(r.batch * widest) * 4);
+    D.alloc(D.planes, D.proj_floats * 4);
+    D.alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
+    D.alloc(D.x, rows * m.d * 4);
+    D.alloc(D.ssq, size_t(r.batch * D.tiles()) * 4);
+    D.alloc(D.xn, rows * m.d * 2);
+    D.alloc(D.q, rows * m.d * 2);
+    D.alloc(D.attn, rows * m.d * 2);
+    D.alloc(D.act, rows * m.mlp * 2);
     if (head_major) {
-        for (bf16** p : {&D.hm.q, &D.hm.k, &D.hm.v, &D.hm.o}) alloc(*p, rows * m.d * 2);
+        for (bf16** p : {&D.hm.q, &D.hm.k, &D.hm.v, &D.hm.o}) D.alloc(*p, rows * m.d * 2);
         D.hm.group = int(m.group());
     }
-    alloc(D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4);
-    alloc(D.d_tokens, rows * 4, 0);
-    alloc(D.d_zero, r.batch * 4, 0);
+    D.alloc(D.logits, size_t(std::max<int64_t>(keep_rows, r.batch)) * m.vocab * 4);
+    D.alloc(D.d_tokens, rows * 4, 0);
+    D.alloc(D.d_zero, r.batch * 4, 0);
     // Decode: the split-key attention's partials, the state the graph reads, every step's logits.
     D.splits = int(std::clamp<int64_t>((2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch), 1,
                                        std::min<int64_t>(64, (r.ctx() + 31) / 32)));
-    alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
-    alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
-    alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
-    alloc(D.best, size_t(r.batch * sample_chunks(m.vocab)) * sizeof(Best));
-    alloc(D.sample_done, size_t(r.batch) * 4, 0);
-    alloc(D.st.len, r.batch * 4, 0);
-    alloc(D.st.step, 4, 0);
-    alloc(D.st.next, r.batch * 4, 0);
-    alloc(D.st.history, size_t(r.tokens) * r.batch * 4);
-    alloc(D.step_logits, size_t(r.tokens) * r.batch * m.vocab * 4);
+    D.alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
+    D.alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
+    D.alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
+    D.alloc(D.best, size_t(r.batch * sample_chunks(m.vocab)) * sizeof(Best));
+    D.alloc(D.sample_done, size_t(r.batch) * 4, 0);
+    D.alloc(D.st.len, r.batch * 4, 0);
+    D.alloc(D.st.step, 4, 0);
+    D.alloc(D.st.next, r.batch * 4, 0);
+    D.alloc(D.st.history, size_t(r.tokens) * r.batch * 4);
+    D.alloc(D.step_logits, size_t(r.tokens) * r.batch * m.vocab * 4);
 }
 
 // The pool: batch x pages blocks per layer, handed out in a seeded random order, so that a
@@ -204,8 +212,8 @@ static void make_cache(Decoder& D, uint64_t seed) {
     const RunSize& r = D.r;
     D.blocks = int(r.batch * r.pages());
     D.layer_elems = size_t(D.blocks) * 2 * D.m.kvd() * r.page;
-    alloc(D.d_pool, size_t(D.m.layers) * D.layer_elems * sizeof(bf16));
-    alloc(D.d_table, size_t(D.blocks) * 4);
+    D.alloc(D.d_pool, size_t(D.m.layers) * D.layer_elems * sizeof(bf16));
+    D.alloc(D.d_table, size_t(D.blocks) * 4);
     D.h_table.assign(size_t(D.blocks), -1);
     D.held.assign(size_t(r.batch), 0);
     D.free_blocks.resize(size_t(D.blocks));
