@@ -167,7 +167,6 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
            (32 << 20);
 }
 
-
 static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
