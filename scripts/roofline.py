@@ -8,8 +8,12 @@ scripts/run_all.sh or by a lesson's --json). The roofs are every report's
 "roofs" (Report::bound and Report::metric with a lesson::Roof): kind "memory"
 (GB/s) is a slope, kind "compute" (GFLOP/s or TFLOP/s) a flat top; a measured
 roof (reached by the lesson's own kernels: lesson 17's sweep) is drawn solid,
-a bound (the DRAM probe, a peak from the clock) dashed. Every entry of every
-report's "work" list (Report::work: flops, bytes, ms) is a point. A lesson's
+a bound (the DRAM probe, a peak from the clock) dashed. One line per roof name:
+a DRAM bound is named for its read/write mix, so each mix gets its own slope,
+and where several reports carry the same roof the highest default-size one is
+drawn. Every entry of every report's "work" list (Report::work: flops, bytes,
+ms) is a point; a point above every memory slope (its mix has no slope in
+these reports, or its data sat in L2) is circled red and listed. A lesson's
 default-size report (NN_name.json) is used where it exists, else its --quick
 report (NN_name.quick.json, marked "quick" in the legend). Writes FILE (default
 RESULTS_DIR/roofline.svg): log-log axes, intensity in flop/byte across, GFLOP/s up.
@@ -82,11 +86,16 @@ def number(v):
 
 def read_roofs(reports):
     """(slopes, roofs, device): each line (value, color, dashed, label), slopes in GB/s, roofs in
-    GFLOP/s; the device of the report that gave the first memory roof."""
-    slopes, roofs, seen, device = [], [], set(), None
-    colors = {True: {}, False: {}}  # measured or not: lesson -> color
+    GFLOP/s; the device of the report that gave the first memory roof.
+
+    One line per kind and name. A memory bound's name states its read/write mix (lesson 17's
+    1:1, lesson 24's 1:0), so each mix is one slope and a 1:0 stream is not held against the
+    1:1 roof alone. Several reports with one name (lessons that probe the same mix) give one
+    line: a default-size report before a quick one (whose data may sit in L2), then the highest
+    value, since a kernel of that mix may reach the best of the probes."""
+    best, counts = {}, {}  # (kind, name) -> (rank, position, lesson, value, measured, mode, device); -> reports
     for lesson, (report, mode) in sorted(reports.items()):
-        for r in report.get("roofs") or []:
+        for i, r in enumerate(report.get("roofs") or []):
             kind, value, unit = r.get("kind"), r.get("value"), r.get("unit")
             if kind not in ("memory", "compute") or not number(value):
                 continue
@@ -96,21 +105,28 @@ def read_roofs(reports):
                 value *= 1000.0 if unit == "TFLOP/s" else 1.0
             elif unit != "GB/s":
                 continue
-            if (r.get("name"), value) in seen:
-                continue
-            seen.add((r.get("name"), value))
-            measured = r.get("measured") is True
-            palette = MEASURED_COLORS if measured else BOUND_COLORS
-            color = colors[measured].setdefault(lesson, palette[len(colors[measured]) % len(palette)])
-            label = "%s (lesson %s%s)" % (r.get("name", "?"), lesson[:2], ", quick run: data in L2" if mode else "")
-            (slopes if kind == "memory" else roofs).append((value, color, not measured, label))
-            if kind == "memory" and device is None:
-                device = (report.get("device") or {}).get("name")
+            key = (kind, r.get("name", "?"))
+            counts[key] = counts.get(key, 0) + 1
+            rank = (mode == "", value)  # a default-size report first, then the highest value
+            if key not in best or rank > best[key][0]:
+                best[key] = (rank, (lesson, i), lesson, value, r.get("measured") is True, mode,
+                             (report.get("device") or {}).get("name"))
+    slopes, roofs, device = [], [], None
+    colors = {True: {}, False: {}}  # measured or not: lesson -> color
+    for (kind, name), (_, _, lesson, value, measured, mode, dev) in sorted(best.items(), key=lambda kv: kv[1][1]):
+        count = counts[(kind, name)]
+        palette = MEASURED_COLORS if measured else BOUND_COLORS
+        color = colors[measured].setdefault(lesson, palette[len(colors[measured]) % len(palette)])
+        label = "%s (lesson %s%s%s)" % (name, lesson[:2], ", highest of %d reports" % count if count > 1 else "",
+                                       ", quick run: data in L2" if mode else "")
+        (slopes if kind == "memory" else roofs).append((value, color, not measured, label))
+        if kind == "memory" and device is None:
+            device = dev
     return slopes, roofs, device
 
 
 def read_points(reports):
-    """(points, legend): each point (intensity, GFLOP/s, color, tooltip), one legend entry a lesson."""
+    """(points, legend): each point (intensity, GFLOP/s, GB/s, color, tooltip), one legend entry a lesson."""
     points, legend = [], []
     for i, (lesson, (report, mode)) in enumerate(sorted(reports.items())):
         color = POINT_COLORS[i % len(POINT_COLORS)]
@@ -118,12 +134,23 @@ def read_points(reports):
         for w in report.get("work") or []:
             x, y = w.get("intensity"), w.get("gflops")
             if number(x) and number(y):
-                points.append((x, y, color, "%s: %s, %.4g flop/byte, %.4g GFLOP/s" % (lesson, w.get("name", ""), x, y)))
+                gbps = w.get("gbps") if number(w.get("gbps")) else y / x
+                points.append((x, y, gbps, color,
+                               "%s: %s, %.4g flop/byte, %.4g GFLOP/s" % (lesson, w.get("name", ""), x, y)))
                 count += 1
         if count:
             legend.append((color, "%s (%d point%s)%s" % (lesson, count, "" if count == 1 else "s",
                                                          ", quick" if mode else "")))
     return points, legend
+
+
+ABOVE_NOTE = " (above every memory slope drawn: no roof of its read/write mix in these reports, or data in L2)"
+
+
+def above_slopes(gbps, slopes):
+    """True where a point moves its bytes faster than every memory slope: no slope drawn bounds it.
+    The margin is the JSON's rounding (6 significant digits)."""
+    return bool(slopes) and gbps > max(value for value, _, _, _ in slopes) * (1 + 1e-5)
 
 
 def esc(t):
@@ -198,10 +225,13 @@ def svg(device, slopes, roofs, points, legend):
         if x1 > x0:
             s.append(line(X(x0), Y(value * x0), X(x1), Y(value * x1), color, dashed))
     drawn = 0
-    for x, y, color, tip in points:
+    for x, y, gbps, color, tip in points:
         if x_lo <= x <= x_hi and y_lo <= y <= y_hi:
-            s.append('<circle class="point" cx="%s" cy="%s" r="4.5" fill="%s" stroke="black" stroke-width="0.5">'
-                     '<title>%s</title></circle>\n' % (fmt(X(x)), fmt(Y(y)), esc(color), esc(tip)))
+            above = above_slopes(gbps, slopes)
+            s.append('<circle class="point" cx="%s" cy="%s" r="4.5" fill="%s" stroke="%s" stroke-width="%s">'
+                     '<title>%s</title></circle>\n'
+                     % (fmt(X(x)), fmt(Y(y)), esc(color), "#d62728" if above else "black", "2" if above else "0.5",
+                        esc(tip + (ABOVE_NOTE if above else ""))))
             drawn += 1
     ly = top + ph + 56
     for lines, unit in ((slopes, "GB/s"), (roofs, "GFLOP/s")):
@@ -237,6 +267,9 @@ def main(argv):
         die("cannot write %s: %s" % (out, e), 2)
     print("roofline: %d points from %d report(s), %d roof line(s) -> %s"
           % (drawn, len(reports), len(roofs) + len(slopes), out))
+    for _, _, gbps, _, tip in points:
+        if above_slopes(gbps, slopes):
+            print("roofline: above every memory slope: " + tip + ABOVE_NOTE)
     return 0
 
 
