@@ -3,7 +3,7 @@
 handout_numbers).
 
 usage: scripts/check_numbers.py [--write] [--write-values] [FILE.md ...]
-       (default: README.md and lessons/*/README.md; run from anywhere)
+       (default: README.md, lessons/*/README.md and docs/*.md but the contract; run from anywhere)
 
 Two kinds of numbers are checked.
 
@@ -332,7 +332,9 @@ def main(argv):
         return 2
     os.chdir(ROOT)
     if not files:
-        files = ["README.md"] + sorted(glob.glob("lessons/*/README.md"))
+        # docs/lesson-contract.md shows the marker syntax in examples that name no real run.
+        docs = [f for f in sorted(glob.glob("docs/*.md")) if f != "docs/lesson-contract.md"]
+        files = ["README.md"] + sorted(glob.glob("lessons/*/README.md")) + docs
     errors, blocks, values = [], 0, 0
     try:
         for rel in files:
