@@ -36,6 +36,12 @@ inline const char* proj_name(int p) {
     static const char* names[kProjs] = {"qkv", "o proj", "gate/up", "down", "lm head"};
     return names[p];
 }
+// Projection p's weight is K x N: its input's width and its output's.
+inline int64_t proj_k(const Dims& m, int p) { return p == kPDown ? m.mlp : m.d; }
+inline int64_t proj_n(const Dims& m, int p) {
+    const int64_t ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
+    return ns[p];
+}
 
 // Events around every launch of a stream-launched step, summed by kernel name.
 struct Breakdown {
@@ -265,8 +271,7 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
                                              "gate/up proj (norm in)", "down proj (SwiGLU in, residual add out)",
                                              "lm head (norm in)"};
     const Dims& m = D.m;
-    const int64_t B = D.r.batch, K = p == kPDown ? m.mlp : m.d;
-    const int64_t Ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab}, N = Ns[p];
+    const int64_t B = D.r.batch, K = proj_k(m, p), N = proj_n(m, p);
     const LayerWeights& w = D.layer[size_t(l)];
     const bf16* Ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
     const XNormed xn{D.x, p == kPQkv ? w.attn_norm : p == kPGateUp ? w.mlp_norm : D.final_norm, D.ssq, m.d, D.tiles()};

@@ -20,7 +20,6 @@
 // are a few KB).
 static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
     const Dims& m = D.m;
-    const int64_t ks[kProjs] = {m.d, m.d, m.d, m.mlp, m.d}, ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
     std::string won;
     for (int p = 0; p < kProjs; ++p) {
         int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
@@ -32,8 +31,9 @@ static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
             },
             D.s);
         D.blas_for[p] = ms[1] < ms[0];
-        const double gb = double(ks[p]) * ns[p] * 2 / 1e9;
-        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(ks[p]) + "x" + std::to_string(ns[p]);
+        const int64_t K = proj_k(m, p), N = proj_n(m, p);
+        const double gb = double(K) * N * 2 / 1e9;
+        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
         report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
         report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
         won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
