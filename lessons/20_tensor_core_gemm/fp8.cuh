@@ -52,20 +52,10 @@ struct Fp8Problem {
     Fp8Gemm gemm(float* C, int sms) const { return {s.M, s.N, s.K, &map_A, &map_Bt, sa * sb, C, sms}; }
 };
 
-// A TMA descriptor of a row-major matrix of bytes: boxes of 64 rows of 128 bytes (128 E4M3
-// values), in the 128-byte swizzle; rows must be a multiple of 16 bytes (K % 128 == 0 here).
+// A TMA descriptor of a row-major matrix of E4M3 bytes (problem.cuh): boxes of 64 rows of 128
+// values; rows must be a multiple of 16 bytes (K % 128 == 0 here).
 static CUtensorMap make_fp8_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const uint8_t* ptr, int rows, int cols) {
-    CUtensorMap map;
-    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-    const cuuint64_t strides[1] = {cuuint64_t(cols)};
-    const cuuint32_t box[2] = {128, 64};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(ptr), dims, strides, box,
-                              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
-    return map;
+    return make_swizzled_map(encode, ptr, rows, cols, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
 }
 
 // x (n floats) -> E4M3 codes of x * 448 / amax (saturating, to nearest even); returns amax / 448.

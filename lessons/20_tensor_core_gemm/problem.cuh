@@ -55,23 +55,6 @@ static void launch_cublas(cublasHandle_t handle, const Gemm& g, void* C = nullpt
                               CUBLAS_GEMM_DEFAULT));
 }
 
-// A TMA descriptor for a row-major bf16 matrix (rows x cols): boxes of 64 x 64 elements (64
-// columns = 128 bytes, the widest box the 128-byte swizzle allows), written to shared memory
-// in that swizzle. `encode` is the driver's cuTensorMapEncodeTiled (common/tensor_map.h).
-static CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols) {
-    CUtensorMap map;
-    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};  // innermost first
-    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};  // bytes from one row to the next
-    const cuuint32_t box[2] = {64, 64};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box,
-                              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
-    return map;
-}
-
 // Device buffers and TMA descriptors of one shape; inputs random bf16 (host copies kept as floats).
 struct Problem {
     Shape s;

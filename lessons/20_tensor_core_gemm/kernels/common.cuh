@@ -2,8 +2,9 @@
 //
 // Every rung (kernels/N_name.cuh, N = 1..12) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
-// gets (Gemm; Fp8Gemm for rung 12), the wgmma descriptors of this lesson's bf16 tiles and the
-// store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
+// gets (Gemm; Fp8Gemm for rung 12), the TMA descriptors of its swizzled tiles (make_tensor_map,
+// host code; lesson 24 builds its prefill's with it too), the wgmma descriptors of this lesson's
+// bf16 tiles and the store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
 // cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-12; rung 12's FP8
 // wgmma is in its own file) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
@@ -11,9 +12,12 @@
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
 #pragma once
 #include <cstdint>
+#include <string>
 
-#include <cuda.h>  // CUtensorMap, the TMA descriptor type
+#include <cuda.h>          // CUtensorMap, the TMA descriptor type
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
 
+#include "common/check.h"
 #include "common/ptx.cuh"
 
 // One product C = A * B, row-major: A is M x K, B is K x N (bf16), C is M x N (fp32).
@@ -37,6 +41,28 @@ struct Fp8Gemm {
     float* C;
     int sms;
 };
+
+// A TMA descriptor for a row-major matrix (rows x cols) of `bytes`-byte elements of `type`: boxes
+// of 64 rows of 128 bytes (the widest box row the 128-byte swizzle allows), written to shared
+// memory in that swizzle. `encode` is the driver's cuTensorMapEncodeTiled (common/tensor_map.h).
+inline CUtensorMap make_swizzled_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const void* ptr, int rows, int cols,
+                                     CUtensorMapDataType type, int bytes) {
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};  // innermost first
+    const cuuint64_t strides[1] = {cuuint64_t(cols) * bytes};         // bytes from one row to the next
+    const cuuint32_t box[2] = {cuuint32_t(128 / bytes), 64};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r =
+        encode(&map, type, 2, const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
+    return map;
+}
+// bf16: boxes of 64 x 64 elements (64 columns = 128 bytes).
+inline CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols) {
+    return make_swizzled_map(encode, ptr, rows, cols, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(bf16));
+}
 
 #if defined(PTX_SM90A)
 // ------------------------------------------------------------------ sm_90a: rungs 5-11
