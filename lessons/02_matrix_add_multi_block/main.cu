@@ -143,7 +143,7 @@ static Problem make_problem(int rows, int cols, uint64_t seed) {
     p.h_A.resize(count);
     p.h_B.resize(count);
     p.h_C.resize(count);
-    verify::parallel_memset(p.h_C.data(), 0, bytes);  // its pages touched on all cores before a copy lands there
+    verify::touch_pages(p.h_C.data(), bytes);
     verify::fill_uniform(p.h_A.data(), count, seed + rows + 7 * cols);
     verify::fill_uniform(p.h_B.data(), count, seed + rows + 7 * cols + 1);
     CUDA_CHECK(cudaMalloc(&p.d_A, bytes));

@@ -85,11 +85,9 @@ int main(int argc, char** argv) {
     report_link(report, pinned, link);
 
     // 1. Allocate once, sized for one chunk, and reuse for every chunk.
-    // Pages touched before any copy (a pageable copy into fresh pages would also time the page
-    // faults), on all host cores: a std::vector would zero them on one.
     verify::host_vector<float> h_in(chunk_elems), h_c(chunk_elems);
-    verify::parallel_memset(h_in.data(), 0, chunk_bytes);
-    verify::parallel_memset(h_c.data(), 0, chunk_bytes);
+    verify::touch_pages(h_in.data(), chunk_bytes);
+    verify::touch_pages(h_c.data(), chunk_bytes);
     float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
     CUDA_CHECK(cudaMalloc(&d_a, chunk_bytes));
     CUDA_CHECK(cudaMalloc(&d_b, chunk_bytes));

@@ -16,6 +16,7 @@
 //                     (images of a batch), each taking the next free index.
 //   parallel_copy, parallel_memset
 //                     memcpy and memset of gigabytes, in blocks on all host cores.
+//   touch_pages       a fresh buffer written once, before anything is timed.
 //   host_vector       a std::vector that leaves its elements uninitialised, so that
 //                     the (parallel) loop that fills it is the first to touch its pages.
 //
@@ -175,6 +176,10 @@ inline void parallel_memset(void* dst, int value, uint64_t bytes, int threads = 
         bytes, uint64_t(1) << 20, [=](uint64_t begin, uint64_t end) { std::memset(p + begin, value, end - begin); },
         threads);
 }
+
+// The operating system hands out a page of a fresh allocation only when something first writes
+// it; a pageable copy into untouched pages would time those page faults with the transfer.
+inline void touch_pages(void* p, uint64_t bytes) { parallel_memset(p, 0, bytes); }
 
 // An allocator whose value-initialisation is default-initialisation: host_vector<float> v(n)
 // leaves its floats uninitialised (a std::vector<float> of a gigabyte first zeroes it, on one
