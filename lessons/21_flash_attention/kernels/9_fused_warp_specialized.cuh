@@ -172,11 +172,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Ping-pong: the two consumers take turns to issue their wgmmas (named barriers 1 and 2, 256
         // threads: the 128 of the waiting warpgroup and the 128 of the other's bar.arrive), so that
         // one's softmax runs while the other's products keep the tensor cores busy. Consumer 0 starts.
+        // Consumer c waits on barrier 1 + c and arrives on 2 - c. The ids are immediates, one branch
+        // per consumer: with an id in a register, ptxas would reserve all 16 of the block's barriers.
         const auto my_turn = [&] {
-            if (kPingPong) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + c) : "memory");
+            if (!kPingPong) return;
+            if (c == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
+            else asm volatile("bar.sync 2, 256;\n" ::: "memory");
         };
         const auto pass_turn = [&](bool last) {  // consumer 1's last turn is passed to no one
-            if (kPingPong && !(last && c == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
+            if (!kPingPong) return;
+            if (c == 0) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+            else if (!last) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
         };
         if (kPingPong && c == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
         mbar_wait(&s.q_full, 0);
