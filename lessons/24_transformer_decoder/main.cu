@@ -223,8 +223,8 @@ int main(int argc, char** argv) {
     out.xout.swap(D.h_xout);
     const Resume at{std::vector<int>(size_t(r.batch), int(r.prompt)), to_host(D.st.next, size_t(r.batch))};
 
-    // 5. Decode projections: the GEMV or cuBLAS, whichever is faster at this batch.
-    choose_projections(D, report, int(opt.repeat));
+    // 5. Decode projections: the GEMV or cuBLAS, whichever makes a step faster at this batch.
+    choose_projections(D, report, int(opt.repeat), at);
 
     // 6. The decode step, captured once: every launch reads its positions from device memory.
     // Where the kernels overlap (cc 9.0+), the same step with plain launches too, timed beside it.

@@ -1,9 +1,10 @@
 // Lesson 24 of the course (the transformer decoder): what main.cu times. Each decode projection
-// by the GEMV and by cuBLAS (the faster runs in the step), the prefill against cuBLAS's rate on its
-// largest GEMM, the decode loop by graph replays and by stream launches, and one stream-launched
-// step kernel by kernel (events around every launch).
+// by the GEMV and by cuBLAS (alone, and in whole steps, where the faster is kept), the prefill
+// against cuBLAS's rate on its largest GEMM, the decode loop by graph replays and by stream
+// launches, and one stream-launched step kernel by kernel (events around every launch).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,33 +14,6 @@
 #include "common/report.h"
 #include "common/timer.h"
 #include "model.cuh"
-
-// Times every decode projection both ways at the run's batch, each as the step runs it (project:
-// the GEMV with its norm, SwiGLU and residual add folded in, or cuBLAS with the kernels around
-// it); the faster serves the decode step. GB/s are the weights' bytes over the time (the rows of x
-// are a few KB).
-static void choose_projections(Decoder& D, lesson::Report& report, int repeat) {
-    const Dims& m = D.m;
-    std::string won;
-    for (int p = 0; p < kProjs; ++p) {
-        int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
-        const std::vector<double> ms = lesson::time_interleaved_ms(
-            repeat, 2,
-            [&](int v) {
-                D.blas_for[p] = v == 1;
-                project(D, Proj(p), runs++ % m.layers, true);
-            },
-            D.s);
-        D.blas_for[p] = ms[1] < ms[0];
-        const int64_t K = proj_k(m, p), N = proj_n(m, p);
-        const double gb = double(K) * N * 2 / 1e9;
-        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
-        report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
-        report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
-        won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
-    }
-    report.note("decode projections run by the faster: " + won);
-}
 
 // cuBLAS alone on the prefill's largest GEMM (gate/up: rows x 2 mlp x d), TFLOP/s: the yardstick.
 static double cublas_tflops(Decoder& D, int64_t rows, int repeat) {
@@ -65,6 +39,51 @@ static void resume(Decoder& D, const Resume& at) {
     CUDA_CHECK(cudaMemcpyAsync(D.st.len, at.len.data(), at.len.size() * 4, cudaMemcpyHostToDevice, D.s));
     CUDA_CHECK(cudaMemcpyAsync(D.st.next, at.first.data(), at.first.size() * 4, cudaMemcpyHostToDevice, D.s));
     CUDA_CHECK(cudaMemcpyAsync(D.st.step, &at.step, 4, cudaMemcpyHostToDevice, D.s));
+}
+
+// Times every decode projection both ways at the run's batch, each as the step runs it (project:
+// the GEMV with its norm, SwiGLU and residual add folded in, or cuBLAS with the kernels around
+// it), alone, for the report; GB/s are the weights' bytes over the time (the rows of x are a few
+// KB). The step then runs each projection the way that makes a whole step faster: a few steps from
+// `at`, both ways in turns, starting from the choice the kernels alone suggest. A kernel's speed
+// alone is not its cost in the step, where it starts behind another's tail, among its neighbours'
+// traffic (README.md, What to observe).
+static void choose_projections(Decoder& D, lesson::Report& report, int repeat, const Resume& at) {
+    const Dims& m = D.m;
+    const int64_t steps = std::min<int64_t>(4, D.r.tokens - 1);
+    hold_positions(D, D.r.prompt + steps);  // the blocks the decode loop takes for these positions anyway
+    std::string won;
+    bool alone[kProjs] = {};
+    for (int p = 0; p < kProjs; ++p) {
+        int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
+        const std::vector<double> ms = lesson::time_interleaved_ms(
+            repeat, 2,
+            [&](int v) {
+                D.blas_for[p] = v == 1;
+                project(D, Proj(p), runs++ % m.layers, true);
+            },
+            D.s);
+        const int64_t K = proj_k(m, p), N = proj_n(m, p);
+        const double gb = double(K) * N * 2 / 1e9;
+        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
+        report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
+        report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
+        alone[p] = ms[1] < ms[0];
+    }
+    std::copy(alone, alone + kProjs, D.blas_for);
+    for (int p = 0; p < kProjs; ++p) {
+        const std::vector<double> step_ms = lesson::time_interleaved_ms(
+            repeat, 2,
+            [&](int v) {
+                D.blas_for[p] = v == 1;
+                resume(D, at);
+                for (int64_t t = 0; t < steps; ++t) decode_step(D);
+            },
+            D.s);
+        D.blas_for[p] = step_ms[1] < step_ms[0];
+        won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
+    }
+    report.note("decode projections, each the faster in whole steps: " + won);
 }
 
 // One stream-launched step, an event pair around each launch: milliseconds by kernel, summed over layers.

@@ -36,29 +36,65 @@ __device__ __forceinline__ void load_q(const bf16* q, float* sq) {
     __syncwarp();
 }
 
+// A lane's hd / 32 consecutive elements of a row, as one load: bf16 (2, 4 or 8 bytes) or fp32
+// (4, 8 or 16 bytes). Widths 1, 2 and 4 elements (hd 32, 64, 128).
+template <int W>
+__device__ __forceinline__ void load_bf16s(const bf16* p, float* out) {
+    if constexpr (W == 1) {
+        out[0] = __bfloat162float(*p);
+    } else if constexpr (W == 2) {
+        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+        out[0] = f.x, out[1] = f.y;
+    } else {
+        const uint2 raw = *reinterpret_cast<const uint2*>(p);
+        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+        out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
+    }
+}
+template <int W>
+__device__ __forceinline__ void load_floats_l2(const float* p, float* out) {  // __ldcg: past this SM's L1
+    if constexpr (W == 1) {
+        out[0] = __ldcg(p);
+    } else if constexpr (W == 2) {
+        const float2 f = __ldcg(reinterpret_cast<const float2*>(p));
+        out[0] = f.x, out[1] = f.y;
+    } else {
+        const float4 f = __ldcg(reinterpret_cast<const float4*>(p));
+        out[0] = f.x, out[1] = f.y, out[2] = f.z, out[3] = f.w;
+    }
+}
+
 // Keys k0..k1-1 of sequence b, KV head g, folded into st, 32 at a time: lane j scores key c0 + j
-// against the whole query (its K row read as 16-byte loads, all independent), the warp agrees on
-// the chunk's max and sum with shuffles, then walks the chunk's V rows together, each lane adding
-// its dimensions. Lesson 21's online softmax, a chunk of keys per step instead of one.
+// against the whole query (its K row read as 16-byte loads), the warp agrees on the chunk's max
+// and sum with shuffles, then every lane adds its dimensions of the 32 V rows. Lesson 21's online
+// softmax, a chunk of keys per step instead of one. The chunk's K row and its V slices are all
+// loaded before any score is computed: one trip to memory a chunk, not one for K and one for V.
 template <int HD>
 __device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0, int k1, Partial<HD>& st) {
+    constexpr int W = HD / 32;  // this lane's dimensions of a V row (and of the output)
     const int lane = threadIdx.x % 32;
     for (int c0 = k0; c0 < k1; c0 += 32) {
-        float s = -INFINITY;
-        if (c0 + lane < k1) {
-            const uint4* k = reinterpret_cast<const uint4*>(kv.at(b, 0, g, c0 + lane));
-            s = 0.0f;
+        // Past k1 a lane reads the chunk's last key (a real one), scored -inf and weighted 0.
+        const int last = min(32, k1 - c0) - 1;
+        uint4 kr[HD / 8];
+        const uint4* k = reinterpret_cast<const uint4*>(kv.at(b, 0, g, c0 + min(lane, last)));
 #pragma unroll
-            for (int c = 0; c < HD / 8; ++c) {
-                const uint4 raw = k[c];
-                const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+        for (int c = 0; c < HD / 8; ++c) kr[c] = k[c];
+        float v[32][W];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float2 f = __bfloat1622float2(k2[e]);
-                    s += sq[8 * c + 2 * e] * f.x + sq[8 * c + 2 * e + 1] * f.y;
-                }
+        for (int j = 0; j < 32; ++j) load_bf16s<W>(kv.at(b, 1, g, c0 + min(j, last)) + lane * W, v[j]);
+        float s = 0.0f;
+#pragma unroll
+        for (int c = 0; c < HD / 8; ++c) {
+            const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kr[c]);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 f = __bfloat1622float2(k2[e]);
+                s += sq[8 * c + 2 * e] * f.x + sq[8 * c + 2 * e + 1] * f.y;
             }
         }
+        if (lane > last) s = -INFINITY;
         float mc = s;
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) mc = fmaxf(mc, __shfl_xor_sync(0xffffffffu, mc, off));
@@ -69,16 +105,12 @@ __device__ void attend(const float* sq, const PagedKv& kv, int b, int g, int k0,
         for (int off = 16; off > 0; off >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, off);
         st.l = st.l * scale + ps;
 #pragma unroll
-        for (int i = 0; i < HD / 32; ++i) st.o[i] *= scale;
-        // All 32 V rows at once, none conditional, so that their loads are all in flight together:
-        // past k1 the row read is the chunk's last key's (a real one), weighted by p = 0.
-        const int last = min(32, k1 - c0) - 1;
+        for (int i = 0; i < W; ++i) st.o[i] *= scale;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
             const float pj = __shfl_sync(0xffffffffu, p, j);
-            const bf16* v = kv.at(b, 1, g, c0 + min(j, last)) + lane * (HD / 32);
 #pragma unroll
-            for (int i = 0; i < HD / 32; ++i) st.o[i] += pj * __bfloat162float(v[i]);
+            for (int i = 0; i < W; ++i) st.o[i] += pj * v[j][i];
         }
         st.m = m_new;
     }
@@ -160,12 +192,23 @@ __global__ void decodeSplit(const bf16* q, PagedKv kv, const int* len, int heads
 #pragma unroll
     for (int u = 0; u < 2; ++u) L += ls[u] * (f[u] = exp2f(ms[u] - M));  // f = 0 for an empty split (m = -inf)
     for (int off = 16; off > 0; off >>= 1) L += __shfl_xor_sync(0xffffffffu, L, off);
-#pragma unroll 8
-    for (int t = 0; t < splits; ++t) {
-        const float f0 = __shfl_sync(0xffffffffu, f[0], t % 32), f1 = __shfl_sync(0xffffffffu, f[1], t % 32);
-        const float ft = t < 32 ? f0 : f1;
+    // The splits' outputs 16 at a time, all 16 loads in flight before the first is added: one
+    // round trip to L2 for every 16 splits, where a load and its add in turn would be one a split.
+    for (int t0 = 0; t0 < splits; t0 += 16) {
+        float part[16][HD / 32];
 #pragma unroll
-        for (int i = 0; i < HD / 32; ++i) o[i] += __ldcg(part_o + (row * splits + t) * HD + lane * (HD / 32) + i) * ft;
+        for (int u = 0; u < 16; ++u)
+            if (t0 + u < splits)
+                load_floats_l2<HD / 32>(part_o + (row * splits + t0 + u) * HD + lane * (HD / 32), part[u]);
+#pragma unroll
+        for (int u = 0; u < 16; ++u) {
+            const int t = t0 + u;
+            const float f0 = __shfl_sync(0xffffffffu, f[0], t % 32), f1 = __shfl_sync(0xffffffffu, f[1], t % 32);
+            const float ft = t < 32 ? f0 : f1;
+            if (t < splits)
+#pragma unroll
+                for (int i = 0; i < HD / 32; ++i) o[i] += part[u][i] * ft;
+        }
     }
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) out[row * HD + lane * (HD / 32) + i] = __float2bfloat16_rn(o[i] / L);
