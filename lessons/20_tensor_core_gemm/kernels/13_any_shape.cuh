@@ -80,8 +80,8 @@ __device__ __forceinline__ void store_acc_inside(const float (&d)[R], float* C, 
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    wgmmaAnyShape(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C,
-                   int M, int N, int K) {
+    wgmmaAnyShape(const __grid_constant__ CUtensorMap tma_A, const __grid_constant__ CUtensorMap tma_B, float* C, int M,
+                  int N, int K) {
 #if defined(PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
     Smem& s = *reinterpret_cast<Smem*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
