@@ -86,6 +86,9 @@ static void setup(Problem& p, uint64_t seed, PFN_cuTensorMapEncodeTiled_v12000 e
     CUDA_CHECK(cudaMalloc(&p.d_B, size_t(s.K) * ldb * sizeof(bf16)));
     CUDA_CHECK(cudaMalloc(&p.d_A, s.a() * sizeof(bf16)));
     CUDA_CHECK(cudaMemcpy(p.d_A, p.h_Abits.data(), s.a() * sizeof(bf16), cudaMemcpyHostToDevice));
+    // The padding past N is zeroed: neither TMA nor cuBLAS should read it, but a wide load that
+    // spans it then meets defined bytes (compute-sanitizer initcheck).
+    if (ldb != size_t(s.N)) CUDA_CHECK(cudaMemset(p.d_B, 0, size_t(s.K) * ldb * sizeof(bf16)));
     CUDA_CHECK(cudaMemcpy2D(p.d_B, ldb * sizeof(bf16), p.h_Bbits.data(), size_t(s.N) * sizeof(bf16),
                             size_t(s.N) * sizeof(bf16), s.K, cudaMemcpyHostToDevice));  // rows padded to ldb
     if (encode) {
