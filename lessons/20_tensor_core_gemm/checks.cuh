@@ -1,6 +1,6 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): the checks against the CPU. Part 1:
 // cuBLAS and every rung that fits each small shape, every element against the double-precision
-// reference. Part 1b: the persistent rungs 10 and 11 with several pieces per cluster. main.cu
+// reference. Part 1b: the persistent rungs 10, 11 and 13 with several pieces per cluster. main.cu
 // runs them before the timed shapes (which it checks against cuBLAS).
 // Run: ./build/bin/tensor_core_gemm --quick   (README.md is the handout)
 #pragma once
@@ -19,6 +19,7 @@
 
 #include "kernels/10_persistent.cuh"
 #include "kernels/11_wgmma_pipelined.cuh"
+#include "kernels/13_any_shape.cuh"
 #include "kernels/9_cluster_multicast.cuh"
 #include "problem.cuh"
 
@@ -55,7 +56,7 @@ static void check_against_cpu(Context& c, const std::vector<Shape>& checks, bool
     c.report.cpu_reference_ms(cpu_ms, verify::host_threads());  // the first (1024^3) shape, all host cores
 }
 
-// Part 1b: rungs 10 and 11 with several pieces per cluster, unless a timed shape gives them that.
+// Part 1b: rungs 10, 11 and 13 with several pieces per cluster, unless a timed shape gives them that.
 // Their grid is at most one cluster of 2 CTAs (one per SM) per 2 SMs, so (1 + floor(sqrt(SMs)))^2
 // pieces of 256 x 256, more than the SMs, give every cluster two or more: 144 pieces (3072 x 3072)
 // on a 132-SM H100 or H200, for at most 66 clusters. K = 256 is 4 k-tiles a piece: the 4-stage
@@ -67,7 +68,8 @@ static void check_against_cpu(Context& c, const std::vector<Shape>& checks, bool
 static void check_persistent(Context& c, const std::vector<Shape>& timed, const Rung& rung9) {
     std::vector<const Rung*> persistent;  // the chosen rungs that loop over pieces
     for (const Rung* r : c.ladder)
-        if (r->launch == rung10::launch || r->launch == rung11::launch) persistent.push_back(r);
+        if (r->launch == rung10::launch || r->launch == rung11::launch || r->launch == rung13::launch)
+            persistent.push_back(r);
     const int sms = c.prop.multiProcessorCount;
     const bool timed_has_pieces = std::any_of(
         timed.begin(), timed.end(), [&](const Shape& s) { return (s.M / 256) * (s.N / 256) > sms && s.K >= 256; });
@@ -109,7 +111,7 @@ static void check_persistent(Context& c, const std::vector<Shape>& timed, const 
                 h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
                 std::string(r->name) + " vs rung 9, every element (two-sided) of " + s.text()));
     }
-    c.report.note("rungs 10 and 11 checked at " + s.text() + ": " + std::to_string((s.M / 256) * (s.N / 256)) +
+    c.report.note("rungs 10, 11 and 13 checked at " + s.text() + ": " + std::to_string((s.M / 256) * (s.N / 256)) +
                   " pieces of 256 x 256 for at most " + std::to_string(sms / 2) +
                   " clusters of 2 CTAs: two or more pieces per cluster");
     CUDA_CHECK(cudaFree(d_ref));

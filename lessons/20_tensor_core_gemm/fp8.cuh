@@ -52,10 +52,10 @@ struct Fp8Problem {
     Fp8Gemm gemm(float* C, int sms) const { return {s.M, s.N, s.K, &map_A, &map_Bt, sa * sb, C, sms}; }
 };
 
-// A TMA descriptor of a row-major matrix of E4M3 bytes (problem.cuh): boxes of 64 rows of 128
-// values; rows must be a multiple of 16 bytes (K % 128 == 0 here).
+// A TMA descriptor of a dense row-major matrix of E4M3 bytes (kernels/common.cuh): boxes of 64
+// rows of 128 values; rows must be a multiple of 16 bytes (K % 128 == 0 here).
 static CUtensorMap make_fp8_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const uint8_t* ptr, int rows, int cols) {
-    return make_swizzled_map(encode, ptr, rows, cols, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
+    return make_swizzled_map(encode, ptr, rows, cols, cols, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
 }
 
 // x (n floats) -> E4M3 codes of x * 448 / amax (saturating, to nearest even); returns amax / 448.

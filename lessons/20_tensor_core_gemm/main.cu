@@ -3,17 +3,18 @@
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Twelve rungs in kernels/N_name.cuh, one file each with its launcher, so that a
-// diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle and
-// a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory (5),
-// fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
-// multicast (9), a persistent grid (10), one wgmma group kept in flight (11), then FP8 E4M3
-// operands with one scale per tensor (12). This file is the host side: flags, the rung table, and
-// the parts in order: the checks against a double-precision CPU reference (checks.cuh: 1024^3
-// and two more shapes), then at every timed size each rung against cuBLAS's fp32 C element by
-// element, and all of them timed in turns with cuBLAS in its two configurations (fp32 C and
-// bf16 C; the faster is the yardstick): timed.cuh. The problem on the device and cuBLAS's calls:
-// problem.cuh. Rung 12 has its own problem, checks and yardstick (cuBLASLt FP8): fp8.cuh, part 3.
+// the tensor cores. Thirteen rungs in kernels/N_name.cuh, one file each with its launcher, so that
+// a diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle
+// and a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory
+// (5), fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
+// multicast (9), a persistent grid (10), one wgmma group kept in flight (11), FP8 E4M3 operands
+// with one scale per tensor (12), and rung 11 for any M and N (13). This file is the host side:
+// flags, the rung table, and the parts in order: the checks against a double-precision CPU
+// reference (checks.cuh: 1024^3 and three more shapes), then at every timed size each rung that
+// fits it against cuBLAS's fp32 C element by element, and all of them timed in turns with cuBLAS
+// in its two configurations (fp32 C and bf16 C; the faster is the yardstick): timed.cuh. The
+// problem on the device and cuBLAS's calls: problem.cuh. Rung 12 has its own problem, checks and
+// yardstick (cuBLASLt FP8): fp8.cuh, part 3.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -41,6 +42,7 @@
 #include "kernels/10_persistent.cuh"
 #include "kernels/11_wgmma_pipelined.cuh"
 #include "kernels/12_fp8_per_tensor.cuh"
+#include "kernels/13_any_shape.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
@@ -58,8 +60,9 @@
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
 // needs from the GPU (common/needs.h): rungs 1-4 bf16 tensor cores (cc 8.0) in an sm_80 or newer
-// image, rungs 5-12 an sm_90a image on a Hopper GPU (9-12 also clusters); each its dynamic shared
-// memory per block. Rung 12 takes FP8 operands: its launcher is the row's last field.
+// image, rungs 5-13 an sm_90a image on a Hopper GPU (9-13 also clusters); each its dynamic shared
+// memory per block. Rung 12 takes FP8 operands: its launcher is the row's last field. Rung 13
+// takes any M and N (multiples of 1) and K a multiple of 8.
 static lesson::Needs sm80(size_t smem) { return {80, "bf16 WMMA and mma.sync", 800, false, false, smem, ""}; }
 static lesson::Needs sm90a(size_t smem, bool clusters) { return {0, "", 0, true, clusters, smem, ""}; }
 static const Rung kLadder[] = {
@@ -75,6 +78,7 @@ static const Rung kLadder[] = {
     {"10 persistent, tile scheduler", rung10::launch, 256, 256, 64, sm90a(rung10::kSmemBytes, true)},
     {"11 one wgmma group in flight", rung11::launch, 256, 256, 64, sm90a(rung11::kSmemBytes, true)},
     {"12 FP8 E4M3, one scale per tensor", nullptr, 256, 256, 128, sm90a(rung12::kSmemBytes, true), rung12::launch},
+    {"13 any M and N", rung13::launch, 1, 1, 8, sm90a(rung13::kSmemBytes, true)},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -117,10 +121,36 @@ static void require_fits(const std::vector<Shape>& timed, const std::vector<cons
     for (const Shape& s : timed)
         for (const Rung* r : chosen)
             if (!fits(*r, s))
-                lesson::bad_input("shape " + s.text() + ": rung '" + r->name + "' needs M % " +
-                                  std::to_string(r->mult_m) + " == 0, N % " + std::to_string(r->mult_n) +
-                                  " == 0, K % " + std::to_string(r->mult_k) +
-                                  " == 0 (all rungs: multiples of 256, 256, 128; rungs 1-2 alone: of 16)");
+                lesson::bad_input(
+                    "shape " + s.text() + ": rung '" + r->name + "' needs M % " + std::to_string(r->mult_m) +
+                    " == 0, N % " + std::to_string(r->mult_n) + " == 0, K % " + std::to_string(r->mult_k) +
+                    " == 0 (all rungs: multiples of 256, 256, 128; rungs 1-2 alone: of 16; rung 13 alone: "
+                    "any M and N, K of 8)");
+}
+
+static std::string shapes_text(const std::vector<Shape>& shapes) {
+    std::string text;
+    for (const Shape& s : shapes) text += (text.empty() ? "" : ", ") + s.text();
+    return text;
+}
+
+// The notes of every run: the output and cuBLAS's two calls, the shapes the rungs take, the checks.
+static void add_notes(lesson::Report& report, bool any_sm90a) {
+    if (!any_sm90a)
+        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 and 13 (sm_90a), and none ran");
+    report.note(
+        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
+        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
+        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
+    report.note(
+        "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
+        "stored); rungs 3-12 have no edge code and need the multiples in the rung table (all rungs together: "
+        "M, N multiples of 256, K of 128); rung 13 takes any M and N and K a multiple of 8 (TMA fills the edges "
+        "with zeros, the epilogue stores only inside C; B's rows lie N rounded up to 8 elements apart on the "
+        "device, for cuBLAS too); other shapes are rejected with exit 2");
+    report.note(
+        "timed shapes compare each rung that fits them with cuBLAS's fp32 output, every element; cuBLAS is "
+        "checked against the CPU on sampled rows (all rows for small shapes)");
 }
 
 int main(int argc, char** argv) {
@@ -129,26 +159,28 @@ int main(int argc, char** argv) {
     int64_t n = 4096, m = 4096, k = 4096;
     std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
-                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): eleven hand-written tensor-core rungs "
+                    "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): twelve hand-written tensor-core rungs "
                     "against cublasGemmEx, and an FP8 E4M3 rung against cuBLASLt.");
     lesson::add_common_flags(cli, opt);
-    cli.add_int("n", &n, 16, 16384, "columns of B and C (and M, K unless given)", 512);
-    cli.add_int("m", &m, 16, 16384, "rows of A and C (equal to --n unless given)", 512);
-    cli.add_int("k", &k, 16, 16384, "columns of A, rows of B (equal to --n unless given)", 512);
+    cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 512);
+    cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 512);
+    cli.add_int("k", &k, 8, 16384, "columns of A, rows of B (equal to --n unless given)", 512);
     cli.add_string("sizes", &sizes,
                    "comma-separated square sizes to time, e.g. 1024,2048,4096,8192 (replaces --m/--n/--k)");
     cli.add_string("rung", &rungs, "run and check these rungs alone: 8, or a list such as 2,8 (0: every rung)");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
     if (!cli.given("k")) k = n;
-    const std::vector<Shape> timed = timed_shapes(sizes, m, n, k);
+    std::vector<Shape> timed = timed_shapes(sizes, m, n, k);
     const std::vector<const Rung*> chosen = chosen_rungs(rungs);
     require_fits(timed, chosen);
-    // CPU-checked shapes: 1024^3 (every element), a non-square one, and one for rungs 1-2 whose
-    // sizes are multiples of 16 but not of their tiles.
-    const std::vector<Shape> checks = opt.quick
-                                          ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}}
-                                          : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}};
+    // CPU-checked shapes: 1024^3 (every element), a non-square one, one for rungs 1-2 whose sizes
+    // are multiples of 16 but not of their tiles, and one for rung 13: N odd, K not a multiple of
+    // 64, and M past a multiple of 256 by less than 128 (the last pieces' rank-1 tiles lie past M);
+    // without --quick it has more pieces than an H100 or H200 has clusters.
+    const std::vector<Shape> checks =
+        opt.quick ? std::vector<Shape>{{256, 256, 256}, {512, 256, 192}, {208, 80, 48}, {300, 1001, 72}}
+                  : std::vector<Shape>{{1024, 1024, 1024}, {768, 512, 320}, {208, 80, 48}, {2100, 2001, 72}};
     uint64_t host_bytes = 0, dev_bytes = 0;
     for (const Shape& s : timed) {  // floats + bits of A and B, cuBLAS's two results and one rung's
         host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float) + s.c() * 2);
@@ -170,11 +202,15 @@ int main(int argc, char** argv) {
         return report.skip("cuBLAS BF16 GemmEx, the reference of every check, " + no_cublas, opt.json);
     lesson::require_device_memory(dev_bytes, what);
 
+    // At the default size rung 13 (where it runs) is also timed, beside cuBLAS, at an awkward shape
+    // of 4096^3's work and memory.
+    const Rung& rung13 = kLadder[12];
+    if (cli.at_default_size() && std::find(chosen.begin(), chosen.end(), &rung13) != chosen.end() &&
+        lesson::why_not(rung13.needs, lesson::gpu_limits()).empty())
+        timed.push_back({4095, 4097, 4096});
     report.config_from(cli);  // every flag as parsed: n, m, k, sizes, rung, repeat, seed, ...
-    std::string timed_text;
-    for (const Shape& s : timed) timed_text += (timed_text.empty() ? "" : ", ") + s.text();
-    report.config("timed_shapes", timed_text);
-    report.config("check_shapes", checks[0].text() + ", " + checks[1].text() + ", " + checks[2].text());
+    report.config("timed_shapes", shapes_text(timed));
+    report.config("check_shapes", shapes_text(checks));
     report.config("output", std::string("fp32 C (bf16 A, B; fp32 accumulation)"));
     report.config("tolerance_rel_l2", kTol);
 
@@ -214,7 +250,7 @@ int main(int argc, char** argv) {
         const Shape& s = timed[t];
         std::string small;
         const Best b = time_shape(c, s, t, peak, small);
-        // The 0.90x target is for the wgmma rungs (5-11, sm_90a): rung 4's mma.sync, the best
+        // The 0.90x target is for the wgmma rungs (5-11 and 13, sm_90a): rung 4's mma.sync, the best
         // elsewhere, is not meant to reach it.
         if (any_sm90a && 2.0 * double(s.M) * s.N * s.K >= 2.0 * 4096.0 * 4096.0 * 4096.0)
             report.target("best rung vs cuBLAS BF16 at " + s.text(), b.fraction, 0.90, "x");
@@ -251,19 +287,7 @@ int main(int argc, char** argv) {
             "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
     }
 
-    if (!any_sm90a)
-        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 (sm_90a), and none ran");
-    report.note(
-        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
-        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
-        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
-    report.note(
-        "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-        "stored); rungs 3-12 have no edge code and need the multiples in the rung table (all rungs together: "
-        "M, N multiples of 256, K of 128); other shapes are rejected with exit 2");
-    report.note(
-        "timed shapes compare each rung with cuBLAS's fp32 output, every element; cuBLAS is checked against the "
-        "CPU on sampled rows (all rows for small shapes)");
+    add_notes(report, any_sm90a);
     if (best.empty())
         report.key_result("no ladder rung ran (see the notes)", NAN, "cuBLAS BF16", lesson::Against::Yardstick,
                           "no rung ran");

@@ -43,6 +43,12 @@ static bool fits(const Rung& r, const Shape& s) {
 // two fp32 results, each allowed kTol: verify::compare_two_approximations adds both allowances.
 constexpr double kTol = 1e-4;
 
+// B's rows lie b_pitch(N) elements apart on the device: N rounded up to a multiple of 8, since a
+// TMA descriptor's row stride must be a multiple of 16 bytes. Only rung 13 takes an N where that
+// pads (every other rung needs N a multiple of 16 and reads B with a stride of N); cuBLAS gets
+// the same storage through its leading dimension.
+static int b_pitch(int N) { return (N + 7) / 8 * 8; }
+
 // cuBLAS is column-major: a row-major M x K matrix read column-major is its transpose, so
 // ask for C^T (N x M) = B^T (N x K) * A^T (K x M): pass B first, swap M and N. bf16 in, fp32
 // accumulation (CUBLAS_COMPUTE_32F), and by default fp32 C in g.C: the same problem as the rungs.
@@ -50,8 +56,8 @@ constexpr double kTol = 1e-4;
 // fp32, so that call is a rate yardstick only (timed.cuh), never the reference of a check.
 static void launch_cublas(cublasHandle_t handle, const Gemm& g, void* C = nullptr, cudaDataType_t c_type = CUDA_R_32F) {
     const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, g.N, g.A,
-                              CUDA_R_16BF, g.K, &beta, C ? C : g.C, c_type, g.N, CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &alpha, g.B, CUDA_R_16BF, b_pitch(g.N),
+                              g.A, CUDA_R_16BF, g.K, &beta, C ? C : g.C, c_type, g.N, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
@@ -76,13 +82,18 @@ static void setup(Problem& p, uint64_t seed, PFN_cuTensorMapEncodeTiled_v12000 e
     // A last: a read past its end (a tile row past M) then does not land in this problem's B or C,
     // which memcheck could not tell from a valid read (it reports accesses outside every allocation).
     CUDA_CHECK(cudaMalloc(&p.d_C, s.c() * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&p.d_B, s.b() * sizeof(bf16)));
+    const size_t ldb = size_t(b_pitch(s.N));
+    CUDA_CHECK(cudaMalloc(&p.d_B, size_t(s.K) * ldb * sizeof(bf16)));
     CUDA_CHECK(cudaMalloc(&p.d_A, s.a() * sizeof(bf16)));
     CUDA_CHECK(cudaMemcpy(p.d_A, p.h_Abits.data(), s.a() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(p.d_B, p.h_Bbits.data(), s.b() * sizeof(bf16), cudaMemcpyHostToDevice));
+    // The padding past N is zeroed: neither TMA nor cuBLAS should read it, but a wide load that
+    // spans it then meets defined bytes (compute-sanitizer initcheck).
+    if (ldb != size_t(s.N)) CUDA_CHECK(cudaMemset(p.d_B, 0, size_t(s.K) * ldb * sizeof(bf16)));
+    CUDA_CHECK(cudaMemcpy2D(p.d_B, ldb * sizeof(bf16), p.h_Bbits.data(), size_t(s.N) * sizeof(bf16),
+                            size_t(s.N) * sizeof(bf16), s.K, cudaMemcpyHostToDevice));  // rows padded to ldb
     if (encode) {
         p.map_A = make_tensor_map(encode, p.d_A, s.M, s.K);
-        p.map_B = make_tensor_map(encode, p.d_B, s.K, s.N);
+        p.map_B = make_tensor_map(encode, p.d_B, s.K, s.N, int(ldb));
     }
 }
 static void release(Problem& p) {

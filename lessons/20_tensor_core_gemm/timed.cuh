@@ -37,10 +37,11 @@ struct Best {
 const char* const kCublasOut[2] = {"fp32 out", "bf16 out"};
 
 // Part 2, one timed shape: cuBLAS with fp32 C (checked on sampled rows against the CPU) and with
-// bf16 C (checked against the fp32 C, every element, at bf16's rounding), every rung checked
-// element by element against the fp32 C; then cuBLAS's two configurations and every rung timed
-// interleaved (lesson::time_interleaved_ms: round r takes one sample of each in turn, so a clock
-// that drifts at the power limit falls on all of them alike), each ratio from the medians.
+// bf16 C (checked against the fp32 C, every element, at bf16's rounding), every rung that fits the
+// shape (all of them, but at shapes only rung 13 takes) checked element by element against the
+// fp32 C; then cuBLAS's two configurations and those rungs timed interleaved
+// (lesson::time_interleaved_ms: round r takes one sample of each in turn, so a clock that drifts
+// at the power limit falls on all of them alike), each ratio from the medians.
 // Returns the best rung and sets the note of a shape too small to fill the GPU.
 static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, std::string& small) {
     Problem p{shape};
@@ -78,7 +79,10 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
                                        "cuBLAS bf16 out vs cuBLAS fp32 out, every element of " + s.text()));
     }
     const Gemm g = p.gemm(p.d_C, sms);
-    for (const Rung* r : c.ladder) {
+    std::vector<const Rung*> here;
+    for (const Rung* r : c.ladder)
+        if (fits(*r, s)) here.push_back(r);
+    for (const Rung* r : here) {
         run_once([&] { r->launch(g); }, p.d_C, h_C.data(), s.c());
         c.report.check(verify::compare_two_approximations(  // two fp32 results: verify/compare.h
             h_C.data(), h_ref.data(), s.c(), size_t(s.N), kTol,
@@ -86,10 +90,10 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
     }
 
     // Variants 0 and 1: cuBLAS with fp32 C and with bf16 C; 2 onwards: the rungs, in ladder order.
-    const std::vector<double> ms = lesson::time_interleaved_ms(c.repeat, 2 + int(c.ladder.size()), [&](int v) {
+    const std::vector<double> ms = lesson::time_interleaved_ms(c.repeat, 2 + int(here.size()), [&](int v) {
         if (v == 0) launch_cublas(c.handle, gref);
         else if (v == 1) launch_cublas(c.handle, gref, d_ref16, CUDA_R_16BF);
-        else c.ladder[size_t(v - 2)]->launch(g);
+        else here[size_t(v - 2)]->launch(g);
     });
     const double flop = 2.0 * double(s.M) * s.N * s.K;
     const double ab_bytes = double(s.a() + s.b()) * sizeof(bf16);
@@ -107,8 +111,8 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
     const double yard = tflops(ms[fast]);
     Best best;
     best.yardstick = std::string("cuBLAS BF16 (") + kCublasOut[fast] + ")";
-    for (size_t i = 0; i < c.ladder.size(); ++i) {
-        const Rung* r = c.ladder[i];
+    for (size_t i = 0; i < here.size(); ++i) {
+        const Rung* r = here[i];
         const double r_ms = ms[2 + i];
         const std::string name = std::string(r->name) + " @" + s.text();
         c.report.variant_yardstick(name, r_ms, tflops(r_ms), "TFLOP/s", yard, best.yardstick, small);

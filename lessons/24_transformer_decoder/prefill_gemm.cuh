@@ -1,5 +1,5 @@
 // Lesson 24 of the course (the transformer decoder): the prefill GEMMs. Where the GPU runs sm_90a
-// code and the shape fits its tiles, lesson 20's last rung (wgmma fed by TMA, a cluster of two,
+// code and the shape fits its tiles, lesson 20's rung 11 (wgmma fed by TMA, a cluster of two,
 // one wgmma group in flight); cuBLAS elsewhere: another GPU class, an odd number of rows (a
 // batch x prompt that is not a multiple of 256), a width no 256-column tile divides.
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)

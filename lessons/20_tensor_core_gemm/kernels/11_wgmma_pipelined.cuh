@@ -9,7 +9,8 @@
 //         of the last k-step is released after a final wgmma_wait<0>, before the epilogue.
 // Lacks:  the epilogue still stores fp32 from registers while that warpgroup's tensor work
 //         stops; README.md, "Exercises".
-// Next:   the end of the ladder.
+// Next:   rung 12 feeds this kernel FP8 operands; rung 13 takes it, in bf16, to any M and N
+//         (diff kernels/11_wgmma_pipelined.cuh kernels/13_any_shape.cuh).
 // Run:    ./build/bin/tensor_core_gemm --rung=11
 // Shapes: M a multiple of 256, N of 256, K of 64.
 #pragma once

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 12 of 12: FP8 operands, one scale per tensor.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 12 of 13: FP8 operands, one scale per tensor.
 //
 // Before: rung 11: bf16 A (M x K) and B (K x N), wgmma k = 16, B read N-major.
 // Here:   A and B in FP8 E4M3, one byte an element, each tensor quantized by the host with one
@@ -12,7 +12,8 @@
 //         multicast, the persistent schedule, one wgmma group in flight) is rung 11's.
 // Lacks:  one scale for a whole tensor: an outlier anywhere shrinks every other value's share
 //         of E4M3's range; README.md, "Rung 12".
-// Next:   the end of the ladder.
+// Next:   rung 13 goes back to rung 11 (bf16) and takes it to any M and N
+//         (diff kernels/11_wgmma_pipelined.cuh kernels/13_any_shape.cuh).
 // Run:    ./build/bin/tensor_core_gemm --rung=12
 // Shapes: M a multiple of 256, N of 256, K of 128.
 #pragma once

@@ -1,11 +1,11 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the rungs share.
 //
-// Every rung (kernels/N_name.cuh, N = 1..12) is self-contained, so that `diff` of two
+// Every rung (kernels/N_name.cuh, N = 1..13) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
 // gets (Gemm; Fp8Gemm for rung 12), the TMA descriptors of its swizzled tiles (make_tensor_map,
 // host code; lesson 24 builds its prefill's with it too), the wgmma descriptors of this lesson's
 // bf16 tiles and the store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
-// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-12; rung 12's FP8
+// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-13; rung 12's FP8
 // wgmma is in its own file) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
 // that use them compile to a trap and main.cu's gate skips them.
@@ -26,9 +26,9 @@ struct Gemm {
     const bf16* A;
     const bf16* B;
     float* C;
-    const CUtensorMap* tma_A;  // rungs 6-11: TMA descriptors of A and B (main.cu builds them), boxes of
-    const CUtensorMap* tma_B;  // 64 x 64 elements, 128-byte swizzle
-    int sms;                   // multiprocessors (the persistent rung sizes its grid from it)
+    const CUtensorMap* tma_A;  // rungs 6-11 and 13: TMA descriptors of A and B (problem.cuh builds
+    const CUtensorMap* tma_B;  // them), boxes of 64 x 64 elements, 128-byte swizzle
+    int sms;                   // multiprocessors (the persistent rungs size their grid from it)
 };
 
 // Rung 12's product: A (M x K) and B^T (N x K), both row-major FP8 E4M3 codes behind TMA
@@ -42,14 +42,16 @@ struct Fp8Gemm {
     int sms;
 };
 
-// A TMA descriptor for a row-major matrix (rows x cols) of `bytes`-byte elements of `type`: boxes
-// of 64 rows of 128 bytes (the widest box row the 128-byte swizzle allows), written to shared
-// memory in that swizzle. `encode` is the driver's cuTensorMapEncodeTiled (common/tensor_map.h).
+// A TMA descriptor for a row-major matrix (rows x cols, rows `ld` elements apart) of `bytes`-byte
+// elements of `type`: boxes of 64 rows of 128 bytes (the widest box row the 128-byte swizzle
+// allows), written to shared memory in that swizzle. The elements of a box past `rows` or `cols`
+// are not read: they arrive as zeros (rung 13's edges). The row stride, ld * bytes, must be a
+// multiple of 16. `encode` is the driver's cuTensorMapEncodeTiled (common/tensor_map.h).
 inline CUtensorMap make_swizzled_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const void* ptr, int rows, int cols,
-                                     CUtensorMapDataType type, int bytes) {
+                                     int ld, CUtensorMapDataType type, int bytes) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};  // innermost first
-    const cuuint64_t strides[1] = {cuuint64_t(cols) * bytes};         // bytes from one row to the next
+    const cuuint64_t strides[1] = {cuuint64_t(ld) * bytes};           // bytes from one row to the next
     const cuuint32_t box[2] = {cuuint32_t(128 / bytes), 64};
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r =
@@ -59,13 +61,18 @@ inline CUtensorMap make_swizzled_map(PFN_cuTensorMapEncodeTiled_v12000 encode, c
         lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
     return map;
 }
-// bf16: boxes of 64 x 64 elements (64 columns = 128 bytes).
+// bf16: boxes of 64 x 64 elements (64 columns = 128 bytes). Rows `ld` elements apart (problem.cuh's
+// B, padded for rung 13's N), or `cols` apart where not given.
+inline CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols,
+                                   int ld) {
+    return make_swizzled_map(encode, ptr, rows, cols, ld, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(bf16));
+}
 inline CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const bf16* ptr, int rows, int cols) {
-    return make_swizzled_map(encode, ptr, rows, cols, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(bf16));
+    return make_tensor_map(encode, ptr, rows, cols, cols);
 }
 
 #if defined(PTX_SM90A)
-// ------------------------------------------------------------------ sm_90a: rungs 5-11
+// ------------------------------------------------------------------ sm_90a: rungs 5-11 and 13
 
 // Descriptors of the 64 x 64 boxes in the 128-byte swizzle that TMA writes (rung 5's threads write
 // the same layout); make_desc in common/ptx.cuh, README.md derives the fields.
