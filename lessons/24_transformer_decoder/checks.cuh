@@ -204,7 +204,10 @@ inline void check_two_gpus(lesson::Report& report, const Dims& m, const RunSize&
                 row[size_t(v)] = one.steps[at + v];
                 diff = std::max(diff, std::fabs(double(two.steps[at + v]) - row[size_t(v)]));
             }
-            if (allowed(row.data(), m.vocab, two.history[i], rule, 2 * diff)) want_token.back() = two.history[i], ++parted;
+            if (allowed(row.data(), m.vocab, two.history[i], rule, 2 * diff)) {  // a tie: the sequence parts here
+                want_token.back() = two.history[i];
+                ++parted;
+            }
             break;
         }
     report.check(verify::compare_two_approximations(got.data(), want.data(), uint64_t(got.size()), uint64_t(m.vocab),

@@ -203,8 +203,8 @@ int main(int argc, char** argv) {
     if (gpus == 2) {
         report.config("NCCL_NVLS_ENABLE", nvls_off());
         const Dims half = m.shard(2);
-        const std::string why = two_gpus_missing(
-            int(opt.device), double(half.params()) * 2 + double(work_bytes(half, r, &proj_floats)));
+        const std::string why =
+            two_gpus_missing(int(opt.device), double(half.params()) * 2 + double(work_bytes(half, r, &proj_floats)));
         if (!why.empty()) gate.skip("tensor parallelism over 2 GPUs", why);
         if (!why.empty()) return report.skip(gate.reason(), opt.json);
     }

@@ -245,7 +245,7 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const size_t rows = size_t(r.batch * r.ctx());
     work_bytes(m, r, &D.proj_floats);
     D.alloc(D.proj, D.proj_floats * 4);
-    const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
+    const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab, m.d});  // m.d: o and down, summed over GPUs
     for (float*& y : D.gemv_y) D.alloc(y, size_t(r.batch * widest) * 4);
     D.alloc(D.planes, D.proj_floats * 4);
     D.alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
@@ -349,8 +349,9 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     const bool residual = p == kPWo || p == kPDown, partial = residual && D.all_reduce;
     auto add_in = [&](float* out) {  // out (B x d) into x, after cuBLAS or the all-reduce
         if (!timing) D.sum_partials(out, B * m.d);
-        D.k("residual add",
-            [&] { residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, Parts{out, m.d}, D.x, D.ssq, m.d); });
+        D.k("residual add", [&] {
+            residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, Parts{out, m.d}, D.x, D.ssq, m.d);
+        });
         CUDA_CHECK_LAUNCH();
     };
     if (D.blas_for[p]) {
@@ -501,7 +502,8 @@ static cudaGraphExec_t capture_step(Decoder& D, bool overlap) {
     D.pdl = overlap;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(D.s, D.all_reduce ? cudaStreamCaptureModeThreadLocal : cudaStreamCaptureModeGlobal));
+    const cudaStreamCaptureMode mode = D.all_reduce ? cudaStreamCaptureModeThreadLocal : cudaStreamCaptureModeGlobal;
+    CUDA_CHECK(cudaStreamBeginCapture(D.s, mode));
     decode_step(D);
     CUDA_CHECK(cudaStreamEndCapture(D.s, &graph));
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));

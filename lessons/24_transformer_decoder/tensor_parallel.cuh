@@ -127,8 +127,7 @@ inline void allow_prefill_smem(const Decoder& D) {
 
 // Both GPUs' shares of `one`'s model (one.m split in two), made as `one` was made, with its choices
 // of kernels; the communicators, and each share's all-reduce, on its own stream.
-inline void open_tensor_parallel(TensorParallel& tp, const Decoder& one, int device, uint64_t seed,
-                                 int64_t keep_rows) {
+inline void open_tensor_parallel(TensorParallel& tp, const Decoder& one, int device, uint64_t seed, int64_t keep_rows) {
     for (int g = 0; g < 2; ++g) {
         Decoder& D = tp.D[g];
         tp.device[g] = device + g;
@@ -187,9 +186,9 @@ std::vector<double> time_both(TensorParallel& tp, int repeat, int n, Work&& work
             if (g == 0) first[size_t(v)] = one;
         }
     });
-    for (int v = 0; v < n; ++v) {
-        if (first[size_t(v)] < 0.5) calls[size_t(v)] = int(std::min(1000.0, std::ceil(0.5 / std::max(first[size_t(v)], 1e-4))));
-        else samples[size_t(v)] = int(lesson::capped_samples(repeat, first[size_t(v)]));
+    for (size_t v = 0; v < size_t(n); ++v) {
+        if (first[v] < 0.5) calls[v] = int(std::min(1000.0, std::ceil(0.5 / std::max(first[v], 1e-4))));
+        else samples[v] = int(lesson::capped_samples(repeat, first[v]));
     }
     each_gpu(tp, [&](Decoder& D, int g) {
         lesson::EventTimer t;
