@@ -156,11 +156,15 @@ inline void open_tensor_parallel(TensorParallel& tp, const Decoder& one, int dev
     });
 }
 
+// Each communicator destroyed from its GPU's thread, its work done: a destroy may wait for the other's.
 inline void close_tensor_parallel(TensorParallel& tp) {
-    each_gpu(tp, [](Decoder& D, int) { close_decoder(D); });
+    each_gpu(tp, [&](Decoder& D, int g) {
+        CUDA_CHECK(cudaStreamSynchronize(D.s));
 #if LESSON_HAVE_NCCL
-    for (ncclComm_t c : tp.comm) NCCL_CHECK(ncclCommDestroy(c));
+        NCCL_CHECK(ncclCommDestroy(tp.comm[g]));
 #endif
+        close_decoder(D);
+    });
 }
 
 // Times work(D, g, v), v = 0..n-1, on both GPUs. Each GPU's thread makes the same calls in the same
