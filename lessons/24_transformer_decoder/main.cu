@@ -14,7 +14,6 @@
 // each GPU's host thread: checked as one GPU is and against it, and timed against it.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +21,6 @@
 #include <cuda_runtime.h>
 
 #include "checks.cuh"
-#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -188,7 +186,7 @@ int main(int argc, char** argv) {
     D.rule = {check_sizes(m, r, sample, top_k, gpus), int(top_k), float(top_p), seed};
     const bool whole_on_cpu = cpu_runs_whole(m, r);
     lesson::require_host_memory(uint64_t(whole_on_cpu ? m.params() : m.layer_params()) * 4 +
-                                    uint64_t(gpus * r.batch * r.ctx()) * (m.vocab * 40 + m.d * 16),
+                                    uint64_t((2 * gpus - 1) * r.batch * r.ctx()) * (m.vocab * 40 + m.d * 16),
                                 "pageable", "--model=" + model);
 
     // 2. The device: bf16 needs cc 8.0; the weights and the run's buffers must fit. --gpus=2 SKIPs
@@ -205,8 +203,10 @@ int main(int argc, char** argv) {
         const Dims half = m.shard(2);
         const std::string why =
             two_gpus_missing(int(opt.device), double(half.params()) * 2 + double(work_bytes(half, r, &proj_floats)));
-        if (!why.empty()) gate.skip("tensor parallelism over 2 GPUs", why);
-        if (!why.empty()) return report.skip(gate.reason(), opt.json);
+        if (!why.empty()) {
+            gate.skip("tensor parallelism over 2 GPUs", why);
+            return report.skip(gate.reason(), opt.json);
+        }
     }
     lesson::Needs needs;
     needs.cc = 80;
