@@ -126,7 +126,8 @@ inline void allow_prefill_smem(const Decoder& D) {
 }
 
 // Both GPUs' shares of `one`'s model (one.m split in two), made as `one` was made, with its choices
-// of kernels; the communicators, and each share's all-reduce, on its own stream.
+// of kernels (only its sizes and choices are read: its GPU memory may be freed by now); the
+// communicators, and each share's all-reduce, on its own stream.
 inline void open_tensor_parallel(TensorParallel& tp, const Decoder& one, int device, uint64_t seed, int64_t keep_rows) {
     for (int g = 0; g < 2; ++g) {
         Decoder& D = tp.D[g];
