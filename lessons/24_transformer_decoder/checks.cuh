@@ -1,7 +1,9 @@
 // Lesson 24 of the course (the transformer decoder): the checks. Against the double-precision CPU
 // reference (reference.h): every logit of the prefill and of every decode step, and the greedy
 // tokens, where the model is small enough to run whole on the CPU; one sampled layer elsewhere.
-// And at every size: decode's logits at step t against a second prefill's at position t.
+// And at every size: decode's logits at step t against a second prefill's at position t. With
+// --gpus=2, the same checks of the 2-GPU run (their names start "2 GPUs: "), and the 2-GPU run
+// against the 1-GPU run of the same model (check_two_gpus).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -56,6 +58,13 @@ inline lesson::Check compare_logits(const float* got, const std::vector<double>&
     return c;
 }
 
+// The whole model goes through the CPU where that takes seconds (weights x positions at most 4e9);
+// elsewhere one layer of prefill, chosen by the seed. m: the whole model.
+inline bool cpu_runs_whole(const Dims& m, const RunSize& r) {
+    return double(m.params()) * double(r.batch * r.ctx()) <= 4e9;
+}
+inline int64_t sampled_layer(const Dims& m, uint64_t seed) { return int64_t(seed % uint64_t(m.layers)); }
+
 // What the GPU run left for the checks, copied back.
 struct Outputs {
     std::vector<int> prompt;       // [batch][prompt]
@@ -94,8 +103,9 @@ inline bool allowed(const double* row, int64_t vocab, int64_t got, const SampleR
 // The whole model on the CPU, each sequence fed the GPU's tokens: prefill's logits at every prompt
 // position, every step's logits, and the tokens: each one the rule allows at the CPU's logits (a
 // greedy token may differ from the CPU's argmax only where the two are within the logits' bounds).
+// `on`: what ran, at the start of each check's name ("" on one GPU).
 inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSize& r, uint64_t seed, const Outputs& o,
-                              const SampleRule& rule) {
+                              const SampleRule& rule, const std::string& on) {
     const ref::Model M = ref::model(m, seed);
     const double eps = logit_eps(m.layers);
     std::vector<double> want_prefill, terms_prefill, want_steps(o.steps.size()), terms_steps(o.steps.size());
@@ -117,20 +127,21 @@ inline void check_whole_model(lesson::Report& report, const Dims& m, const RunSi
         }
     }
     report.check(compare_logits(o.prefill.data(), want_prefill, terms_prefill, eps,
-                                "prefill logits, every prompt position, vs CPU (double)"));
-    report.check(
-        compare_logits(o.steps.data(), want_steps, terms_steps, eps, "decode logits, every step, vs CPU (double)"));
+                                on + "prefill logits, every prompt position, vs CPU (double)"));
+    report.check(compare_logits(o.steps.data(), want_steps, terms_steps, eps,
+                                on + "decode logits, every step, vs CPU (double)"));
     const char* what[] = {"greedy tokens vs CPU argmax (bf16 ties allowed)", "top-k tokens among the CPU's top k",
                           "top-p tokens inside the CPU's nucleus"};
     report.check(verify::check_exact(
-        o.history.data(), uint64_t(o.history.size()), [&](uint64_t i) { return want_token[i]; }, what[int(rule.kind)]));
+        o.history.data(), uint64_t(o.history.size()), [&](uint64_t i) { return want_token[i]; },
+        on + what[int(rule.kind)]));
 }
 
 // One sampled layer of the first prefill against the CPU: its update to the residual stream
 // (x after the layer minus x before, both copied back) at sampled positions of the first and last
 // sequence, from the very input the GPU had.
 inline void check_one_layer(lesson::Report& report, const Dims& m, const RunSize& r, uint64_t seed, int64_t l,
-                            const Outputs& o) {
+                            const Outputs& o, const std::string& on) {
     const ref::Layer w = ref::layer(m, seed, l);
     std::vector<int64_t> rows = verify::stratified_rows(r.prompt, std::min<int64_t>(r.prompt, 8), seed);
     std::sort(rows.begin(), rows.end());
@@ -147,13 +158,14 @@ inline void check_one_layer(lesson::Report& report, const Dims& m, const RunSize
             for (int64_t c = 0; c < m.d; ++c) got.push_back(o.xout[base + t * m.d + c] - o.xin[base + t * m.d + c]);
     }
     report.check(verify::compare(got.data(), want.data(), uint64_t(want.size()), kLayerTol,
-                                 "layer " + std::to_string(l) + "'s update of the residual stream, " +
+                                 on + "layer " + std::to_string(l) + "'s update of the residual stream, " +
                                      std::to_string(rows.size()) + " positions, vs CPU (double)"));
 }
 
 // Decode's logits at step t against the second prefill's at position prompt - 1 + t: two bf16
 // results, each with its own error (verify::compare_two_approximations), from the same tokens.
-inline void check_consistency(lesson::Report& report, const Dims& m, const RunSize& r, const Outputs& o) {
+inline void check_consistency(lesson::Report& report, const Dims& m, const RunSize& r, const Outputs& o,
+                              const std::string& on) {
     std::vector<float> again(o.steps.size());
     for (int64_t t = 0; t < r.tokens; ++t)
         for (int64_t b = 0; b < r.batch; ++b)
@@ -161,5 +173,50 @@ inline void check_consistency(lesson::Report& report, const Dims& m, const RunSi
                         again.begin() + (t * r.batch + b) * m.vocab);
     report.check(verify::compare_two_approximations(o.steps.data(), again.data(), uint64_t(again.size()),
                                                     uint64_t(m.vocab), logit_eps(m.layers),
-                                                    "decode logits at step t vs prefill of the same tokens at t"));
+                                                    on + "decode logits at step t vs prefill of the same tokens at t"));
+}
+
+// The 2-GPU run (two) against the 1-GPU run (one) of the same model, seed and prompt. The two GPUs
+// are replicas past their all-reduces, so GPU 1's tokens (second) are GPU 0's, bit for bit. The
+// runs sum in different orders, so their logits are two approximations of one result, compared
+// at every step while a sequence's tokens agree (its context is then the same in both). A token
+// may differ where the 1-GPU logits make it a tie: the rule allows it there, within twice the two
+// runs' largest difference on that row; past that step the sequence goes on with other text, and
+// nothing more of it is compared.
+inline void check_two_gpus(lesson::Report& report, const Dims& m, const RunSize& r, const Outputs& one,
+                           const Outputs& two, const std::vector<int>& second, const SampleRule& rule) {
+    report.check(verify::check_same_bits(second.data(), two.history.data(), uint64_t(second.size()),
+                                         "2 GPUs: GPU 1's tokens vs GPU 0's, bit for bit"));
+    std::vector<float> got, want;
+    std::vector<int> got_token, want_token;
+    int64_t parted = 0;
+    for (int64_t b = 0; b < r.batch; ++b)
+        for (int64_t t = 0; t < r.tokens; ++t) {
+            const size_t i = size_t(t * r.batch + b), at = i * size_t(m.vocab);
+            got.insert(got.end(), two.steps.begin() + at, two.steps.begin() + at + m.vocab);
+            want.insert(want.end(), one.steps.begin() + at, one.steps.begin() + at + m.vocab);
+            got_token.push_back(two.history[i]);
+            want_token.push_back(one.history[i]);
+            if (two.history[i] == one.history[i]) continue;
+            double diff = 0;
+            std::vector<double> row(size_t(m.vocab));
+            for (int64_t v = 0; v < m.vocab; ++v) {
+                row[size_t(v)] = one.steps[at + v];
+                diff = std::max(diff, std::fabs(double(two.steps[at + v]) - row[size_t(v)]));
+            }
+            if (allowed(row.data(), m.vocab, two.history[i], rule, 2 * diff)) {  // a tie: the sequence parts here
+                want_token.back() = two.history[i];
+                ++parted;
+            }
+            break;
+        }
+    report.check(verify::compare_two_approximations(got.data(), want.data(), uint64_t(got.size()), uint64_t(m.vocab),
+                                                    logit_eps(m.layers),
+                                                    "2 GPUs: logits of every step vs 1 GPU's, while the tokens agree"));
+    report.check(verify::check_same_bits(got_token.data(), want_token.data(), uint64_t(got_token.size()),
+                                         "2 GPUs: tokens vs 1 GPU's while they agree (where they part, a tie of the "
+                                         "1-GPU logits)"));
+    if (parted > 0)
+        report.note(std::to_string(parted) + " of " + std::to_string(r.batch) +
+                    " sequences parted from the 1-GPU run's at a tie; their later tokens are not compared");
 }

@@ -1,6 +1,6 @@
 // Lesson 24 of the course (00-24): the capstone, a transformer decoder from the course's kernels.
 // Before: lesson 23 (23_full_scale). Next: none; the course ends here.
-// Run: ./build/bin/transformer_decoder [--quick] [--model=tiny|1b]   (--help lists every flag; README.md is the handout)
+// Run: ./build/bin/transformer_decoder [--quick] [--model=tiny|1b] [--gpus=2]   (--help lists every flag; README.md is the handout)
 //
 // A Llama-style decoder (RMSNorm, Q|K|V projection, RoPE, grouped-query attention, output
 // projection, SwiGLU MLP, final norm, LM head, sampling) with seeded random bf16 weights drawn on
@@ -10,18 +10,17 @@
 // The step is captured once into a CUDA graph and replayed; it reads its positions from device
 // memory. Checked against a double-precision CPU reference (checks.cuh), timed against the
 // run's cuBLAS rate (prefill) and the memory bound of reading every weight once per step (decode).
+// --gpus=2 then runs the same model split over two GPUs (tensor_parallel.cuh), the same steps on
+// each GPU's host thread: checked as one GPU is and against it, and timed against it.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "checks.cuh"
-#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/flags.h"
@@ -31,6 +30,7 @@
 #include "common/timer.h"
 #include "model.cuh"
 #include "problem.cuh"
+#include "tensor_parallel.cuh"
 #include "timed.cuh"
 #include "verify/compare.h"
 #include "verify/parallel.h"
@@ -44,13 +44,6 @@ static Dims model_dims(const std::string& model, bool quick, const int64_t (&giv
     for (int i = 0; i < 6; ++i)
         if (given[i] > 0) *dims[i] = given[i];
     return m;
-}
-
-template <class T>
-static std::vector<T> to_host(const T* d, size_t n) {
-    std::vector<T> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
 }
 
 // Random prompts: token (b, t) a pure function of the seed.
@@ -75,65 +68,90 @@ static void prefill_again(Decoder& D, Outputs& out) {
     out.again = to_host(D.logits, size_t(r.batch * r.tokens * D.m.vocab));
 }
 
-// Decode's memory bound: every weight and the cache read once per step, at the DRAM read bound
-// (measured now); prefill against the cuBLAS GEMM rate; the graph against stream launches.
-struct Timings {
-    double prefill_ms, blas_tflops, graph_ms, stream_ms, plain_graph_ms;  // plain: no overlap (0: not timed)
-    std::map<std::string, double> kernel_ms;
-};
-static void report_speed(lesson::Report& report, const Decoder& D, const cudaDeviceProp& prop, const Timings& t,
-                         int device) {
-    const Dims& m = D.m;
+// Prefill of the prompt (out.prompt) into an empty cache, the first token sampled. Its logits (at
+// every position where the CPU checks the whole model, else the last) and the sampled layer's
+// input and output go to out. Returns the state decode starts from.
+static Resume first_prefill(Decoder& D, Outputs& out, uint64_t seed) {
     const RunSize& r = D.r;
-    const double step_bytes =
-        double(m.step_params()) * 2 + 4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
-    const std::string in_l2 = lesson::l2_note(step_bytes, prop);
-    const lesson::StreamBound dram =
-        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0) : lesson::stream_bound_not_measured(1, 0, in_l2);
-    lesson::add_bound(report, dram, device, lesson::Roof::Memory);
-    report.yardstick("cuBLAS bf16 GEMM, prefill's gate/up shape", t.blas_tflops, "TFLOP/s");
-    report.timing(lesson::kTimingMethod);
-    const double flops = prefill_flops(m, r.batch, r.prompt, 1), tflops = flops / (t.prefill_ms * 1e9);
-    report.variant_yardstick("prefill " + std::to_string(r.batch) + "x" + std::to_string(r.prompt) + " tokens",
-                             t.prefill_ms, tflops, "TFLOP/s", t.blas_tflops, "cuBLAS GEMM",
-                             lesson::small_gemm_note(r.batch * r.prompt, 2 * m.mlp, prop));
-    report.metric("prefill tokens/s", double(r.batch * r.prompt) / (t.prefill_ms / 1e3), "tokens/s");
-    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e9));  // GB/s: 1e9 bytes a second
-    const double tps = double(r.batch) / (t.graph_ms / 1e3);
-    report.variant_bound("decode step, CUDA graph", t.graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
-    report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3), "tokens/s",
-                         bound_tps, "memory bound", in_l2);
-    if (t.plain_graph_ms > 0.0) {
-        report.variant_bound("decode step, CUDA graph, no overlap", t.plain_graph_ms,
-                             double(r.batch) / (t.plain_graph_ms / 1e3), "tokens/s", bound_tps, "memory bound", in_l2);
-        report.metric("overlap (programmatic dependent launch) speed-up", t.plain_graph_ms / t.graph_ms, "x");
-    }
-    report.metric("graph speed-up over stream launches", t.stream_ms / t.graph_ms, "x");
-    for (const auto& [name, ms] : t.kernel_ms) report.metric("decode step, " + name, ms, "ms");
-    report.work("prefill", flops, double(m.params()) * 2, t.prefill_ms);
-    report.work("decode step", 2.0 * double(m.step_params()) * r.batch, step_bytes, t.graph_ms);
-    char key[128];
-    std::snprintf(key, sizeof key, "decode %.0f tokens/s at batch %lld (graph)", tps, (long long)r.batch);
-    report.key_result(key, tps / bound_tps, "memory bound", lesson::Against::Bound, in_l2);
-    // A floor under what a step of separate kernels reaches (README.md, "Prefill against decode").
-    if (r.batch == 1) report.target("batch-1 decode of its memory bound", tps / bound_tps, 0.45);
-    report.target("graph over stream launches", t.stream_ms / t.graph_ms, 1.0, "x");
+    const bool whole = cpu_runs_whole(D.m.whole(), r);
+    CUDA_CHECK(cudaMemcpy(D.d_tokens, out.prompt.data(), out.prompt.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(D.st.step, 0, 4));
+    hold_positions(D, r.prompt);
+    D.check_layer = whole ? -1 : int(sampled_layer(D.m, seed));
+    prefill(D, r.prompt, whole ? 0 : r.prompt - 1, true);
+    CUDA_CHECK(cudaStreamSynchronize(D.s));
+    D.check_layer = -1;
+    out.prefill = to_host(D.logits, size_t(r.batch * (whole ? r.prompt : 1) * D.m.vocab));
+    out.xin.swap(D.h_xin);
+    out.xout.swap(D.h_xout);
+    return {std::vector<int>(size_t(r.batch), int(r.prompt)), to_host(D.st.next, size_t(r.batch))};
 }
 
-// One decode step captured into a graph and instantiated; `overlap`: launch the decode kernels
-// with programmatic dependent launch (kernels/pdl.cuh). The executable graph keeps what it needs.
-static cudaGraphExec_t capture_step(Decoder& D, bool overlap) {
-    const bool was = D.pdl;
-    D.pdl = overlap;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(D.s, cudaStreamCaptureModeGlobal));
-    decode_step(D);
-    CUDA_CHECK(cudaStreamEndCapture(D.s, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_CHECK(cudaGraphDestroy(graph));
-    D.pdl = was;
-    return exec;
+// The decode loop: a block for every sequence that reaches a new page, then one replay of the
+// step. Every token and every step's logits go to out; then the same tokens through prefill again.
+static void decode_all(Decoder& D, cudaGraphExec_t step_graph, const Resume& at, Outputs& out) {
+    const RunSize& r = D.r;
+    resume(D, at);
+    for (int64_t t = 1; t < r.tokens; ++t) {
+        hold_positions(D, r.prompt + t);
+        CUDA_CHECK(cudaGraphLaunch(step_graph, D.s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(D.s));
+    out.history = to_host(D.st.history, size_t(r.tokens * r.batch));
+    out.steps = to_host(D.step_logits, size_t(r.tokens * r.batch * D.m.vocab));
+    prefill_again(D, out);
+}
+
+// Against the CPU (the whole model, or one layer), and decode against prefill; `on`: what ran.
+static void verify_run(lesson::Report& report, const Dims& m, const RunSize& r, uint64_t seed, const SampleRule& rule,
+                       const Outputs& out, const std::string& on) {
+    if (cpu_runs_whole(m, r)) check_whole_model(report, m, r, seed, out, rule, on);
+    else check_one_layer(report, m, r, seed, sampled_layer(m, seed), out, on);
+    check_consistency(report, m, r, out, on);
+}
+
+// What the 2-GPU run leaves: GPU 0's outputs, GPU 1's tokens, the times of a decode step (graph
+// replays) and of prefill, and which kernels ran the decode projections.
+struct TwoGpus {
+    Outputs out;
+    std::vector<int> second;
+    double step_ms, prefill_ms;
+    std::string won;
+};
+
+// --gpus=2: the model split over two GPUs (tensor_parallel.cuh), each GPU's share run by its own
+// host thread through the same steps as one GPU's: prefill, the graph's capture, the decode loop.
+// The all-reduces are inside prefill and the step (Decoder::sum_partials), so inside the graph.
+static TwoGpus run_two_gpus(const Decoder& one, const Outputs& first, int device, int repeat, uint64_t seed) {
+    const RunSize& r = one.r;
+    TensorParallel tp;
+    open_tensor_parallel(tp, one, device, seed, r.batch * std::max(cpu_runs_whole(one.m, r) ? r.prompt : 1, r.tokens));
+    Outputs out[2];
+    Resume at[2];
+    each_gpu(tp, [&](Decoder& D, int g) {
+        out[g].prompt = first.prompt;
+        at[g] = first_prefill(D, out[g], seed);
+    });
+    // GEMV or cuBLAS, timed on GPU 0 alone and its choice taken by both: replicas run the same kernels.
+    const std::string won = choose_projections(tp.D[0], repeat, nullptr, nullptr);
+    std::copy(tp.D[0].blas_for, tp.D[0].blas_for + kProjs, tp.D[1].blas_for);
+    cudaGraphExec_t graph[2] = {};
+    each_gpu(tp, [&](Decoder& D, int g) {
+        graph[g] = capture_step(D, D.pdl);
+        decode_all(D, graph[g], at[g], out[g]);
+        CUDA_CHECK(cudaMemcpy(D.d_tokens, first.prompt.data(), first.prompt.size() * 4, cudaMemcpyHostToDevice));
+    });
+    const std::vector<double> ms = time_both(tp, repeat, 2, [&](Decoder& D, int g, int v) {
+        if (v == 1) {
+            prefill(D, r.prompt, r.prompt - 1, false);
+            return;
+        }
+        resume(D, at[g]);
+        for (int64_t t = 1; t < r.tokens; ++t) CUDA_CHECK(cudaGraphLaunch(graph[g], D.s));
+    });
+    each_gpu(tp, [&](Decoder&, int g) { CUDA_CHECK(cudaGraphExecDestroy(graph[g])); });
+    close_tensor_parallel(tp);
+    return {out[0], out[1].history, ms[0] / double(r.tokens - 1), ms[1], won};
 }
 
 int main(int argc, char** argv) {
@@ -158,31 +176,41 @@ int main(int argc, char** argv) {
     cli.add_string("sample", &sample, "greedy, topk or topp (seeded by --seed)");
     cli.add_int("top-k", &top_k, 1, 262144, "--sample=topk: draw among the k largest logits");
     cli.add_double("top-p", &top_p, 0.01, 1.0, "--sample=topp: draw among the fewest tokens holding this probability");
-    cli.add_int("gpus", &gpus, 1, 1, "GPUs: 1 (tensor parallelism over 2 is not in this version)");
+    cli.add_int("gpus", &gpus, 1, 2, "1, or 2: then also the model split over GPUs --device and --device + 1");
     cli.parse_or_exit(argc, argv);
     const Dims m = model_dims(model, opt.quick, given);
     if (opt.quick) model = "tiny";  // what the report's config says is what ran
     const RunSize r{batch, prompt, tokens, page};
     const uint64_t seed = uint64_t(opt.seed);
     Decoder D{m, r};
-    D.rule = {check_sizes(m, r, sample, top_k), int(top_k), float(top_p), seed};
-    const bool whole_on_cpu = double(m.params()) * double(r.batch * r.ctx()) <= 4e9;
-    const int64_t check_layer = int64_t(seed % uint64_t(m.layers));
+    D.rule = {check_sizes(m, r, sample, top_k, gpus), int(top_k), float(top_p), seed};
+    const bool whole_on_cpu = cpu_runs_whole(m, r);
     lesson::require_host_memory(uint64_t(whole_on_cpu ? m.params() : m.layer_params()) * 4 +
-                                    uint64_t(r.batch * r.ctx()) * (m.vocab * 40 + m.d * 16),
+                                    uint64_t((2 * gpus - 1) * r.batch * r.ctx()) * (m.vocab * 40 + m.d * 16),
                                 "pageable", "--model=" + model);
 
-    // 2. The device: bf16 needs cc 8.0; the weights and the run's buffers must fit.
+    // 2. The device: bf16 needs cc 8.0; the weights and the run's buffers must fit. --gpus=2 SKIPs
+    // without NCCL or a second GPU of the same kind.
     cudaDeviceProp prop = lesson::pick_device(opt.device);
     lesson::Report report("24_transformer_decoder");
     report.device(prop);
     report.config_from(cli);
     report.config("parameters", m.params());
     lesson::Gate gate(report);
+    size_t free_b = 0, total_b = 0, proj_floats = 0;
+    if (gpus == 2) {
+        report.config("NCCL_NVLS_ENABLE", nvls_off());
+        const Dims half = m.shard(2);
+        const std::string why =
+            two_gpus_missing(int(opt.device), double(half.params()) * 2 + double(work_bytes(half, r, &proj_floats)));
+        if (!why.empty()) {
+            gate.skip("tensor parallelism over 2 GPUs", why);
+            return report.skip(gate.reason(), opt.json);
+        }
+    }
     lesson::Needs needs;
     needs.cc = 80;
     needs.cc_why = "bf16 arithmetic and cuBLAS bf16 GEMMs";
-    size_t free_b = 0, total_b = 0, proj_floats = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const double need_b = double(m.params()) * 2 + double(work_bytes(m, r, &proj_floats));
     if (need_b > 0.9 * double(free_b))
@@ -193,11 +221,7 @@ int main(int argc, char** argv) {
     // 3. Weights drawn on the GPU, the activations, the paged cache; cuBLAS on the lesson's stream.
     D.sms = prop.multiProcessorCount;
     D.pdl = prop.major >= 9;  // decode kernels overlap their neighbours (kernels/pdl.cuh); plain launches elsewhere
-    CUDA_CHECK(cudaStreamCreate(&D.s));
-    CUBLAS_CHECK(cublasCreate(&D.blas));
-    CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
-    D.alloc(D.d_ws, 32 << 20, 0);  // its own workspace: a graph capture must not allocate
-    CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
+    open_decoder(D);
     lesson::Gate fast_paths(report);  // not the run's gate: without them, cuBLAS and causalAttention
     if (fast_paths.run("lesson 20's rung 11 for the prefill GEMMs", wgmma_needs()))
         D.encode = lesson::tensor_map_encoder();
@@ -211,37 +235,19 @@ int main(int argc, char** argv) {
     // 4. Prefill: every prompt position of every sequence at once; the first token sampled.
     Outputs out;
     out.prompt = make_prompt(r, m.vocab, seed);
-    CUDA_CHECK(cudaMemcpy(D.d_tokens, out.prompt.data(), out.prompt.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(D.st.step, 0, 4));
-    hold_positions(D, r.prompt);
-    D.check_layer = whole_on_cpu ? -1 : check_layer;
-    prefill(D, r.prompt, whole_on_cpu ? 0 : r.prompt - 1, true);
-    CUDA_CHECK(cudaStreamSynchronize(D.s));
-    D.check_layer = -1;
-    out.prefill = to_host(D.logits, size_t(r.batch * (whole_on_cpu ? r.prompt : 1) * m.vocab));
-    out.xin.swap(D.h_xin);
-    out.xout.swap(D.h_xout);
-    const Resume at{std::vector<int>(size_t(r.batch), int(r.prompt)), to_host(D.st.next, size_t(r.batch))};
+    const Resume at = first_prefill(D, out, seed);
 
     // 5. Decode projections: the GEMV or cuBLAS, whichever makes a step faster at this batch.
-    choose_projections(D, report, int(opt.repeat), at);
+    report.note("decode projections, each the faster in whole steps: " +
+                choose_projections(D, int(opt.repeat), &report, &at));
 
     // 6. The decode step, captured once: every launch reads its positions from device memory.
     // Where the kernels overlap (cc 9.0+), the same step with plain launches too, timed beside it.
     cudaGraphExec_t step_graph = capture_step(D, D.pdl);
     cudaGraphExec_t plain_graph = D.pdl ? capture_step(D, false) : nullptr;
 
-    // 7. The decode loop: a block for every sequence that reaches a new page, then one replay.
-    resume(D, at);
-    for (int64_t t = 1; t < r.tokens; ++t) {
-        hold_positions(D, r.prompt + t);
-        CUDA_CHECK(cudaGraphLaunch(step_graph, D.s));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(D.s));
-    out.history = to_host(D.st.history, size_t(r.tokens * r.batch));
-    out.steps = to_host(D.step_logits, size_t(r.tokens * r.batch * m.vocab));
-    prefill_again(D, out);
-    if (opt.inject_fault) verify::inject_fault(out.steps.data(), uint64_t(out.steps.size()), seed);  // must FAIL
+    // 7. The decode loop, one replay a step, then prefill of the same tokens again.
+    decode_all(D, step_graph, at, out);
 
     // 8. Timing. Prefill against cuBLAS's rate; the decode loop (from the state prefill left)
     // by graph replays, by stream launches and by replays of the graph without the overlap, in
@@ -262,24 +268,32 @@ int main(int argc, char** argv) {
         },
         D.s);
     const std::map<std::string, double> kernel_ms = step_breakdown(D, at);
-
-    // 9. Verify: against the CPU (the whole model, or one layer), and decode against prefill.
-    lesson::HostTimer cpu;
-    if (whole_on_cpu) check_whole_model(report, m, r, seed, out, D.rule);
-    else check_one_layer(report, m, r, seed, check_layer, out);
-    report.cpu_reference_ms(cpu.ms(), verify::host_threads());
-    check_consistency(report, m, r, out);
-
-    // 10. Report: prefill against cuBLAS, decode against its memory bound, graph against streams.
-    report.default_size(cli.at_default_size());
-    report_speed(report, D, prop,
-                 Timings{prefill_ms, blas_tflops, loop_ms[0] / double(r.tokens - 1), loop_ms[1] / double(r.tokens - 1),
-                         plain_graph ? loop_ms[2] / double(r.tokens - 1) : 0.0, kernel_ms},
-                 int(opt.device));
     CUDA_CHECK(cudaGraphExecDestroy(step_graph));
     if (plain_graph) CUDA_CHECK(cudaGraphExecDestroy(plain_graph));
-    CUBLAS_CHECK(cublasDestroy(D.blas));
-    CUDA_CHECK(cudaStreamDestroy(D.s));
-    D.free_all();
+    close_decoder(D);
+
+    // 9. --gpus=2: the same model on two GPUs, from the same prompt (its GPU memory freed first).
+    TwoGpus two = gpus == 2 ? run_two_gpus(D, out, int(opt.device), int(opt.repeat), seed) : TwoGpus{};
+    if (gpus == 2) report.note("2 GPUs: decode projections run by the faster (timed on GPU 0): " + two.won);
+
+    // 10. Verify: against the CPU (the whole model, or one layer), and decode against prefill; two
+    // GPUs as one, and against one. A fault goes into the last run's logits: its checks must catch it.
+    Outputs& last = gpus == 2 ? two.out : out;
+    if (opt.inject_fault) verify::inject_fault(last.steps.data(), uint64_t(last.steps.size()), seed);  // must FAIL
+    lesson::HostTimer cpu;
+    verify_run(report, m, r, seed, D.rule, out, "");
+    if (gpus == 2) verify_run(report, m, r, seed, D.rule, two.out, "2 GPUs: ");
+    report.cpu_reference_ms(cpu.ms(), verify::host_threads());
+    if (gpus == 2) check_two_gpus(report, m, r, out, two.out, two.second, D.rule);
+
+    // 11. Report: prefill against cuBLAS, decode against its memory bound, graph against streams,
+    // and two GPUs against one.
+    report.default_size(graded_size(cli, opt.quick, gpus, batch));
+    const double steps = double(r.tokens - 1), step_ms = loop_ms[0] / steps;
+    report_speed(report, D, prop,
+                 Timings{prefill_ms, blas_tflops, step_ms, loop_ms[1] / steps, plain_graph ? loop_ms[2] / steps : 0.0,
+                         kernel_ms},
+                 int(opt.device));
+    if (gpus == 2) report_two_gpus(report, r, step_ms, two.step_ms, prefill_ms, two.prefill_ms);
     return report.finish(opt.json);
 }

@@ -2,11 +2,15 @@
 // allocation, drawn in place), the paged KV cache and its block allocator, the activations, and
 // the two ways through the layers: prefill (every prompt position at once, GEMMs) and one decode
 // step (one position per sequence, GEMV-shaped projections), each a list of kernel launches on one
-// stream that main.cu runs, captures into a graph, and times kernel by kernel.
+// stream that main.cu runs, captures into a graph (capture_step), and times kernel by kernel.
+// The same code runs one GPU's share of the model under tensor parallelism (tensor_parallel.cuh):
+// there the o and down projections' outputs are partial sums, added over the GPUs (sum_partials).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <string>
@@ -37,7 +41,7 @@ inline const char* proj_name(int p) {
     return names[p];
 }
 // Projection p's weight is K x N: its input's width and its output's.
-inline int64_t proj_k(const Dims& m, int p) { return p == kPDown ? m.mlp : m.d; }
+inline int64_t proj_k(const Dims& m, int p) { return p == kPDown ? m.mlp : p == kPWo ? m.qd() : m.d; }
 inline int64_t proj_n(const Dims& m, int p) {
     const int64_t ns[kProjs] = {m.qkv(), m.d, 2 * m.mlp, m.d, m.vocab};
     return ns[p];
@@ -51,8 +55,9 @@ struct Breakdown {
 };
 
 struct Decoder {
-    Dims m;
+    Dims m;  // under tensor parallelism, this GPU's share (m.tp GPUs, this one number `rank`)
     RunSize r;
+    int rank = 0;
     int sms = 0, splits = 1;  // decodeSplit's splits of the keys
     bool pdl = false;         // cc 9.0+: each decode kernel may start while the one before it ends (kernels/pdl.cuh)
     cudaStream_t s = nullptr;
@@ -89,6 +94,8 @@ struct Decoder {
     Breakdown* bd = nullptr;                             // set: time each launch (a stream-launched step)
     int check_layer = -1;                                // prefill copies x before and after this layer
     std::vector<float> h_xin, h_xout;
+    // Set under tensor parallelism (tensor_parallel.cuh): sums n floats over the GPUs, in place, on s.
+    std::function<void(float*, size_t)> all_reduce;
 
     std::vector<void*> owned;  // every device buffer of the run, freed together by free_all()
 
@@ -109,6 +116,11 @@ struct Decoder {
     PagedKv kv(int l) const {
         return {d_pool + size_t(l) * layer_elems, d_table, int(r.pages()), int(r.page), int(m.kv_heads), int(m.hd())};
     }
+    // The o and down projections' output: on one GPU the sum over all heads or MLP columns; on
+    // each of tp GPUs the sum over its own, to be added to the others' before anything reads it.
+    void sum_partials(float* y, int64_t n) {
+        if (all_reduce) k("all-reduce", [&] { all_reduce(y, size_t(n)); });
+    }
     template <class F>
     void k(const char* name, F&& launch) {
         if (!bd) return launch();
@@ -125,14 +137,46 @@ struct Decoder {
 
 // ---------------------------------------------------------------- setup
 
+// The decoder's stream, and cuBLAS on it with a workspace of its own: a graph capture must not allocate.
+static void open_decoder(Decoder& D) {
+    CUDA_CHECK(cudaStreamCreate(&D.s));
+    CUBLAS_CHECK(cublasCreate(&D.blas));
+    CUBLAS_CHECK(cublasSetStream(D.blas, D.s));
+    D.alloc(D.d_ws, 32 << 20, 0);
+    CUBLAS_CHECK(cublasSetWorkspace(D.blas, D.d_ws, 32 << 20));
+}
+static void close_decoder(Decoder& D) {
+    CUBLAS_CHECK(cublasDestroy(D.blas));
+    CUDA_CHECK(cudaStreamDestroy(D.s));
+    D.free_all();
+}
+
+template <class T>
+static std::vector<T> to_host(const T* d, size_t n) {
+    std::vector<T> h(n);
+    CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
 static void draw(bf16* w, size_t n, uint64_t seed, int64_t id, float amp, float offset) {
     initWeights<<<1024, 256>>>(w, n, fill_of(seed, id, amp, offset));
     CUDA_CHECK_LAUNCH();
 }
 
+// A piece of a weight one GPU of several holds: n columns from column `from` of the whole tensor,
+// at column `to` of its slice.
+struct Piece {
+    int64_t to, from, n;
+};
+
 // Every weight in one allocation, drawn on the GPU. Linear weights are [K][N] row-major (x W).
+// One GPU's share of the model (D.m.tp > 1: tensor_parallel.cuh) holds its slices of the Q|K|V,
+// o, gate/up and down weights: each whole tensor is drawn into `whole` as one GPU draws it, and
+// this GPU's pieces copied out, so that one GPU and two compute the very same model.
 static void make_weights(Decoder& D, uint64_t seed) {
     const Dims& m = D.m;
+    const Dims M = m.whole();  // on one GPU, m itself
+    const int64_t g = D.rank;
     CUDA_CHECK(cudaMalloc(&D.d_weights, size_t(m.params()) * sizeof(bf16)));
     D.owned.push_back(D.d_weights);
     bf16* p = D.d_weights;
@@ -141,17 +185,39 @@ static void make_weights(Decoder& D, uint64_t seed) {
         p += n;
         return t;
     };
+    bf16* whole = nullptr;
+    if (m.tp > 1) CUDA_CHECK(cudaMalloc(&whole, size_t(std::max(M.d * M.qkv(), M.d * 2 * M.mlp)) * sizeof(bf16)));
+    // Tensor `kind` of layer l, K x N in the whole model: drawn in place, or whole and then cut:
+    // `rows` rows from row0, each piece's columns into dst, a slice `cols` wide.
+    auto split = [&](bf16* dst, int64_t l, Kind kind, int64_t K, int64_t N, float amp, int64_t row0, int64_t rows,
+                     int64_t cols, std::initializer_list<Piece> pieces) {
+        if (m.tp == 1) {
+            draw(dst, size_t(K * N), seed, tensor_id(l, kind), amp, 0.0f);
+            return;
+        }
+        draw(whole, size_t(K * N), seed, tensor_id(l, kind), amp, 0.0f);
+        for (const Piece& c : pieces)
+            CUDA_CHECK(cudaMemcpy2D(dst + c.to, cols * sizeof(bf16), whole + row0 * N + c.from, N * sizeof(bf16),
+                                    c.n * sizeof(bf16), rows, cudaMemcpyDeviceToDevice));
+    };
     for (int64_t l = 0; l < m.layers; ++l) {
-        LayerWeights w{take(m.d), take(m.d * m.qkv()),   take(m.d * m.d),
+        LayerWeights w{take(m.d), take(m.d * m.qkv()),   take(m.qd() * m.d),
                        take(m.d), take(m.d * 2 * m.mlp), take(m.mlp * m.d)};
         draw(w.attn_norm, m.d, seed, tensor_id(l, kAttnNorm), 0.25f, 1.0f);
-        draw(w.qkv, m.d * m.qkv(), seed, tensor_id(l, kQkv), linear_amp(m.d), 0.0f);
-        draw(w.wo, m.d * m.d, seed, tensor_id(l, kWo), linear_amp(m.d), 0.0f);
+        // Q|K|V: the columns of this GPU's query heads, then of their KV heads in K and in V.
+        split(w.qkv, l, kQkv, M.d, M.qkv(), linear_amp(M.d), 0, m.d, m.qkv(),
+              {{0, g * m.qd(), m.qd()},
+               {m.qd(), M.qd() + g * m.kvd(), m.kvd()},
+               {m.qd() + m.kvd(), M.qd() + M.kvd() + g * m.kvd(), m.kvd()}});
+        split(w.wo, l, kWo, M.qd(), M.d, linear_amp(M.d), g * m.qd(), m.qd(), m.d, {{0, 0, m.d}});  // its heads' rows
         draw(w.mlp_norm, m.d, seed, tensor_id(l, kMlpNorm), 0.25f, 1.0f);
-        draw(w.gate_up, m.d * 2 * m.mlp, seed, tensor_id(l, kGateUp), linear_amp(m.d), 0.0f);
-        draw(w.down, m.mlp * m.d, seed, tensor_id(l, kDown), linear_amp(m.mlp), 0.0f);
+        // gate/up: this GPU's MLP columns of the gate and the same columns of up; down: their rows.
+        split(w.gate_up, l, kGateUp, M.d, 2 * M.mlp, linear_amp(M.d), 0, m.d, 2 * m.mlp,
+              {{0, g * m.mlp, m.mlp}, {m.mlp, M.mlp + g * m.mlp, m.mlp}});
+        split(w.down, l, kDown, M.mlp, M.d, linear_amp(M.mlp), g * m.mlp, m.mlp, m.d, {{0, 0, m.d}});
         D.layer.push_back(w);
     }
+    if (whole) CUDA_CHECK(cudaFree(whole));
     D.embed = take(m.vocab * m.d);
     D.final_norm = take(m.d);
     D.lm_head = take(m.d * m.vocab);
@@ -179,7 +245,7 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const size_t rows = size_t(r.batch * r.ctx());
     work_bytes(m, r, &D.proj_floats);
     D.alloc(D.proj, D.proj_floats * 4);
-    const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab});
+    const int64_t widest = std::max({m.qkv(), 2 * m.mlp, m.vocab, m.d});  // m.d: o and down, summed over GPUs
     for (float*& y : D.gemv_y) D.alloc(y, size_t(r.batch * widest) * 4);
     D.alloc(D.planes, D.proj_floats * 4);
     D.alloc(D.gemv_done, size_t(widest / kGemvCols + 1) * 4, 0);
@@ -264,8 +330,10 @@ static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows
 // gate/up and the LM head) or gates it (XSwiglu: the down projection), and adds its output into the
 // residual stream (AddResidual: o and down) or rotates it into the cache (RopeToCache: Q|K|V) as it
 // writes it. Where cuBLAS was measured faster (blas_for), cuBLAS runs with kernels of a block per
-// 256 columns of a row around it doing the same. `timing` (choose_projections): the Q|K|V output is
-// stored, not written into the cache. Returns where the output went (gate/up, LM head).
+// 256 columns of a row around it doing the same. Under tensor parallelism the o and down outputs
+// are partial sums: stored (YStore), summed over the GPUs, then added by residualTiles. `timing`
+// (choose_projections): the Q|K|V output is stored, not written into the cache, and nothing is
+// summed over GPUs (one GPU times alone). Returns where the output went (gate/up, LM head).
 static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     static const char* gemv_names[kProjs] = {"qkv proj (norm in; RoPE, cache out)", "o proj (residual add out)",
                                              "gate/up proj (norm in)", "down proj (SwiGLU in, residual add out)",
@@ -277,8 +345,16 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     const XNormed xn{D.x, p == kPQkv ? w.attn_norm : p == kPGateUp ? w.mlp_norm : D.final_norm, D.ssq, m.d, D.tiles()};
     const AddResidual add{D.x, D.ssq, m.d, D.tiles()};
     const YStore y{D.gemv_y[p == kPGateUp], N};
+    const dim3 tiles(unsigned(D.tiles()), unsigned(B));
+    const bool residual = p == kPWo || p == kPDown, partial = residual && D.all_reduce;
+    auto add_in = [&](float* out) {  // out (B x d) into x, after cuBLAS or the all-reduce
+        if (!timing) D.sum_partials(out, B * m.d);
+        D.k("residual add", [&] {
+            residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, Parts{out, m.d}, D.x, D.ssq, m.d);
+        });
+        CUDA_CHECK_LAUNCH();
+    };
     if (D.blas_for[p]) {
-        const dim3 tiles(unsigned(D.tiles()), unsigned(B));
         const bf16* in = p == kPWo ? D.attn : p == kPDown ? D.act : D.xn;
         if (in == D.xn) D.k("rmsnorm", [&] { normTiles<<<tiles, kGemvCols, 0, D.s>>>(xn, D.xn); });
         if (p == kPDown)
@@ -288,9 +364,7 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
             });
         Parts out;
         D.k(proj_name(p), [&] { out = gemm_cublas(D, in, Ws[p], B, K, N); });
-        if (p == kPWo || p == kPDown)
-            D.k("residual add",
-                [&] { residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, out, D.x, D.ssq, m.d); });
+        if (residual) add_in(D.proj);
         if (p == kPQkv && !timing)
             D.k("rope + cache", [&] {
                 ropeToCache<<<unsigned(B), 256, 0, D.s>>>(out, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads),
@@ -301,18 +375,18 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
         return out;
     }
     const int splits = gemv_splits(B, K, N, D.sms);
+    auto gemv = [&](auto x, auto epilogue) {
+        launch_gemv(x, Ws[p], D.planes, epilogue, D.gemv_done, B, K, N, splits, D.pdl, D.s);
+    };
     D.k(gemv_names[p], [&] {
-        if (p == kPQkv && !timing) {
-            const RopeToCache rope{D.q, D.kv(int(l)), D.st.len, int(m.heads)};
-            launch_gemv(xn, Ws[p], D.planes, rope, D.gemv_done, B, K, N, splits, D.pdl, D.s);
-        } else if (p == kPWo) {
-            launch_gemv(XRows{D.attn, K}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.pdl, D.s);
-        } else if (p == kPDown) {
-            launch_gemv(XSwiglu{D.gu.p, m.mlp}, Ws[p], D.planes, add, D.gemv_done, B, K, N, splits, D.pdl, D.s);
-        } else {
-            launch_gemv(xn, Ws[p], D.planes, y, D.gemv_done, B, K, N, splits, D.pdl, D.s);
-        }
+        if (p == kPQkv && !timing) gemv(xn, RopeToCache{D.q, D.kv(int(l)), D.st.len, int(m.heads)});
+        else if (p == kPWo && partial) gemv(XRows{D.attn, K}, y);
+        else if (p == kPWo) gemv(XRows{D.attn, K}, add);
+        else if (p == kPDown && partial) gemv(XSwiglu{D.gu.p, m.mlp}, y);
+        else if (p == kPDown) gemv(XSwiglu{D.gu.p, m.mlp}, add);
+        else gemv(xn, y);
     });
+    if (partial) add_in(y.y);
     if (p == kPGateUp) D.gu = {y.y, N};
     return {y.y, N};
 }
@@ -358,13 +432,15 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
                     <<<blocks, kAttnWarps * 32, 0, D.s>>>(D.q, D.kv(int(l)), D.d_zero, seq, rows, int(m.heads), D.attn);
             });
         CUDA_CHECK_LAUNCH();
-        const Parts o = gemm_prefill(D, D.attn, w.wo, rows, m.d, m.d);
+        const Parts o = gemm_prefill(D, D.attn, w.wo, rows, m.qd(), m.d);
+        D.sum_partials(D.proj, rows * m.d);  // the projections' outputs are in D.proj
         addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, o, w.mlp_norm, D.xn, m.d, seq, 0);
         CUDA_CHECK_LAUNCH();
         const Parts gu = gemm_prefill(D, D.xn, w.gate_up, rows, m.d, 2 * m.mlp);
         swiglu<<<1024, 256, 0, D.s>>>(gu, D.act, rows, m.mlp);
         CUDA_CHECK_LAUNCH();
         down = gemm_prefill(D, D.act, w.down, rows, m.mlp, m.d);
+        D.sum_partials(D.proj, rows * m.d);
     }
     addRmsNorm<<<R, kNormThreads, 0, D.s>>>(D.x, down, D.final_norm, D.xn, m.d, seq, keep_from);
     CUDA_CHECK_LAUNCH();
@@ -386,7 +462,7 @@ static void prefill(Decoder& D, int64_t seq, int64_t keep_from, bool sample) {
 
 // One token of every sequence: its embedding, every layer on batch rows, the LM head, the sampler,
 // and the step's end. Every launch reads the step's positions from D.st, none from the host: the
-// same launches serve every step, captured once into a graph (main.cu). The sampler leaves each
+// same launches serve every step, captured once into a graph (capture_step). The sampler leaves each
 // step's logits in D.step_logits ([tokens][batch][vocab], indexed by the step in device memory).
 static void decode_step(Decoder& D) {
     const Dims& m = D.m;
@@ -414,4 +490,24 @@ static void decode_step(Decoder& D) {
                D.step_logits, D.st, int(B), D.rule, D.best, D.sample_done);
     });
     D.k("advance", [&] { launch(D.pdl, advance, 1, 64, D.s, D.st, int(B)); });
+}
+
+// One decode step captured into a graph and instantiated; `overlap`: launch the decode kernels
+// with programmatic dependent launch (kernels/pdl.cuh). The executable graph keeps what it needs.
+// Under tensor parallelism each GPU's host thread captures its own step at the same time, NCCL's
+// calls included: thread-local capture, so that one thread's capture does not forbid the other's
+// calls (NCCL's documentation, "Using NCCL with CUDA Graphs").
+static cudaGraphExec_t capture_step(Decoder& D, bool overlap) {
+    const bool was = D.pdl;
+    D.pdl = overlap;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    const cudaStreamCaptureMode mode = D.all_reduce ? cudaStreamCaptureModeThreadLocal : cudaStreamCaptureModeGlobal;
+    CUDA_CHECK(cudaStreamBeginCapture(D.s, mode));
+    decode_step(D);
+    CUDA_CHECK(cudaStreamEndCapture(D.s, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    D.pdl = was;
+    return exec;
 }

@@ -18,17 +18,24 @@
 
 // A Llama-style decoder: d_model wide, `heads` query heads and `kv_heads` key/value heads of
 // head_dim = d_model / heads (grouped-query attention: heads / kv_heads query heads share one).
+// Split over `tp` GPUs (tensor parallelism, tensor_parallel.cuh), the Dims of one GPU's share:
+// heads, kv_heads and mlp are 1/tp of the model's, d_model and the vocabulary the same.
 struct Dims {
     int64_t layers, d, heads, kv_heads, mlp, vocab;
-    int64_t hd() const { return d / heads; }
+    int64_t tp = 1;
+    int64_t hd() const { return d / (heads * tp); }
+    int64_t qd() const { return heads * hd(); }         // width of Q and of the attention's output: d / tp
     int64_t kvd() const { return kv_heads * hd(); }     // width of K (and of V)
-    int64_t qkv() const { return d + 2 * kvd(); }       // the fused Q|K|V projection's outputs
+    int64_t qkv() const { return qd() + 2 * kvd(); }    // the fused Q|K|V projection's outputs
     int64_t group() const { return heads / kv_heads; }  // query heads per KV head
     // Weights of one layer and of the whole model, in elements.
-    int64_t layer_params() const { return d * qkv() + d * d + d * 2 * mlp + mlp * d + 2 * d; }
+    int64_t layer_params() const { return d * qkv() + qd() * d + d * 2 * mlp + mlp * d + 2 * d; }
     int64_t params() const { return layers * layer_params() + 2 * vocab * d + d; }
     // Weights one decode step reads: every layer, the final norm, the LM head (the embedding: one row).
     int64_t step_params() const { return layers * layer_params() + vocab * d + d; }
+    // One GPU's share of n, and the whole model of a share.
+    Dims shard(int64_t n) const { return {layers, d, heads / n, kv_heads / n, mlp / n, vocab, n}; }
+    Dims whole() const { return {layers, d, heads * tp, kv_heads * tp, mlp * tp, vocab, 1}; }
 };
 
 constexpr Dims kTiny{2, 256, 4, 2, 512, 1000};
@@ -45,7 +52,7 @@ struct RunSize {
 enum class Sample { Greedy, TopK, TopP };
 
 // Flags a range cannot check: one line naming the flag, exit 2, before any CUDA call.
-inline Sample check_sizes(const Dims& m, const RunSize& r, const std::string& sample, int64_t top_k) {
+inline Sample check_sizes(const Dims& m, const RunSize& r, const std::string& sample, int64_t top_k, int64_t gpus) {
     using lesson::bad_input;
     const std::string heads = "--heads=" + std::to_string(m.heads);
     if (m.d % m.heads != 0) bad_input(heads + " does not divide --d-model=" + std::to_string(m.d));
@@ -55,6 +62,10 @@ inline Sample check_sizes(const Dims& m, const RunSize& r, const std::string& sa
     if (m.group() > 32) bad_input(heads + " over --kv-heads: at most 32 query heads per KV head");
     if (m.mlp % 8 != 0) bad_input("--mlp=" + std::to_string(m.mlp) + " is not a multiple of 8");
     if (m.vocab % 8 != 0) bad_input("--vocab=" + std::to_string(m.vocab) + " is not a multiple of 8");
+    // Two GPUs take half the query heads and half the KV heads each (--mlp, a multiple of 8, halves too).
+    if (gpus == 2 && m.heads % 2 != 0) bad_input(heads + " with --gpus=2: the query heads must split evenly");
+    if (gpus == 2 && m.kv_heads % 2 != 0)
+        bad_input("--kv-heads=" + std::to_string(m.kv_heads) + " with --gpus=2: the KV heads must split evenly");
     if (r.tokens < 2)
         bad_input("--tokens=" + std::to_string(r.tokens) + ": at least 2 (one from prefill, one decoded)");
     if (r.batch * r.ctx() > 65536)

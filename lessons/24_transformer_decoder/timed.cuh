@@ -1,15 +1,20 @@
-// Lesson 24 of the course (the transformer decoder): what main.cu times. Each decode projection
-// by the GEMV and by cuBLAS (alone, and in whole steps, where the faster is kept), the prefill
+// Lesson 24 of the course (the transformer decoder): what main.cu times, and how the report puts
+// it. Each decode projection by the GEMV and by cuBLAS (alone, and in whole steps), the prefill
 // against cuBLAS's rate on its largest GEMM, the decode loop by graph replays and by stream
-// launches, and one stream-launched step kernel by kernel (events around every launch).
+// launches against its memory bound, and one stream-launched step kernel by kernel (events around
+// every launch).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
+#include "common/ceilings.h"
 #include "common/check.h"
 #include "common/report.h"
 #include "common/timer.h"
@@ -47,10 +52,12 @@ static void resume(Decoder& D, const Resume& at) {
 // KB). The step then runs each projection the way that makes a whole step faster: a few steps from
 // `at`, both ways in turns, starting from the choice the kernels alone suggest. A kernel's speed
 // alone is not its cost in the step, where it starts behind another's tail, among its neighbours'
-// traffic (README.md, What to observe).
-static void choose_projections(Decoder& D, lesson::Report& report, int repeat, const Resume& at) {
+// traffic (README.md, What to observe). Without `at` (one GPU of two, whose step cannot run
+// without the other's all-reduces) the kernels alone decide. The report gets the rates where one
+// is given; returns which way each projection runs, for a note.
+static std::string choose_projections(Decoder& D, int repeat, lesson::Report* report, const Resume* at) {
     const Dims& m = D.m;
-    const int64_t steps = std::min<int64_t>(4, D.r.tokens - 1);
+    const int64_t steps = at ? std::min<int64_t>(4, D.r.tokens - 1) : 0;
     hold_positions(D, D.r.prompt + steps);  // the blocks the decode loop takes for these positions anyway
     std::string won;
     bool alone[kProjs] = {};
@@ -66,24 +73,25 @@ static void choose_projections(Decoder& D, lesson::Report& report, int repeat, c
         const int64_t K = proj_k(m, p), N = proj_n(m, p);
         const double gb = double(K) * N * 2 / 1e9;
         const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
-        report.variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
-        report.variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
+        if (report) report->variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
+        if (report) report->variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
         alone[p] = ms[1] < ms[0];
     }
     std::copy(alone, alone + kProjs, D.blas_for);
-    for (int p = 0; p < kProjs; ++p) {
+    for (int p = 0; p < kProjs && at; ++p) {
         const std::vector<double> step_ms = lesson::time_interleaved_ms(
             repeat, 2,
             [&](int v) {
                 D.blas_for[p] = v == 1;
-                resume(D, at);
+                resume(D, *at);
                 for (int64_t t = 0; t < steps; ++t) decode_step(D);
             },
             D.s);
         D.blas_for[p] = step_ms[1] < step_ms[0];
-        won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
     }
-    report.note("decode projections, each the faster in whole steps: " + won);
+    for (int p = 0; p < kProjs; ++p)
+        won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
+    return won;
 }
 
 // One stream-launched step, an event pair around each launch: milliseconds by kernel, summed over layers.
@@ -102,4 +110,49 @@ static std::map<std::string, double> step_breakdown(Decoder& D, const Resume& at
     }
     for (cudaEvent_t e : bd.ev) CUDA_CHECK(cudaEventDestroy(e));
     return ms;
+}
+
+// Decode's memory bound: every weight and the cache read once per step, at the DRAM read bound
+// (measured now); prefill against the cuBLAS GEMM rate; the graph against stream launches.
+struct Timings {
+    double prefill_ms, blas_tflops, graph_ms, stream_ms, plain_graph_ms;  // plain: no overlap (0: not timed)
+    std::map<std::string, double> kernel_ms;
+};
+static void report_speed(lesson::Report& report, const Decoder& D, const cudaDeviceProp& prop, const Timings& t,
+                         int device) {
+    const Dims& m = D.m;
+    const RunSize& r = D.r;
+    const double step_bytes =
+        double(m.step_params()) * 2 + 4.0 * m.layers * r.batch * m.kvd() * (double(r.prompt) + double(r.tokens) / 2);
+    const std::string in_l2 = lesson::l2_note(step_bytes, prop);
+    const lesson::StreamBound dram =
+        in_l2.empty() ? lesson::measure_stream_bound(prop, 1, 0) : lesson::stream_bound_not_measured(1, 0, in_l2);
+    lesson::add_bound(report, dram, device, lesson::Roof::Memory);
+    report.yardstick("cuBLAS bf16 GEMM, prefill's gate/up shape", t.blas_tflops, "TFLOP/s");
+    report.timing(lesson::kTimingMethod);
+    const double flops = prefill_flops(m, r.batch, r.prompt, 1), tflops = flops / (t.prefill_ms * 1e9);
+    report.variant_yardstick("prefill " + std::to_string(r.batch) + "x" + std::to_string(r.prompt) + " tokens",
+                             t.prefill_ms, tflops, "TFLOP/s", t.blas_tflops, "cuBLAS GEMM",
+                             lesson::small_gemm_note(r.batch * r.prompt, 2 * m.mlp, prop));
+    report.metric("prefill tokens/s", double(r.batch * r.prompt) / (t.prefill_ms / 1e3), "tokens/s");
+    const double bound_tps = double(r.batch) / (step_bytes / (dram.gbps * 1e9));  // GB/s: 1e9 bytes a second
+    const double tps = double(r.batch) / (t.graph_ms / 1e3);
+    report.variant_bound("decode step, CUDA graph", t.graph_ms, tps, "tokens/s", bound_tps, "memory bound", in_l2);
+    report.variant_bound("decode step, stream launches", t.stream_ms, double(r.batch) / (t.stream_ms / 1e3), "tokens/s",
+                         bound_tps, "memory bound", in_l2);
+    if (t.plain_graph_ms > 0.0) {
+        report.variant_bound("decode step, CUDA graph, no overlap", t.plain_graph_ms,
+                             double(r.batch) / (t.plain_graph_ms / 1e3), "tokens/s", bound_tps, "memory bound", in_l2);
+        report.metric("overlap (programmatic dependent launch) speed-up", t.plain_graph_ms / t.graph_ms, "x");
+    }
+    report.metric("graph speed-up over stream launches", t.stream_ms / t.graph_ms, "x");
+    for (const auto& [name, ms] : t.kernel_ms) report.metric("decode step, " + name, ms, "ms");
+    report.work("prefill", flops, double(m.params()) * 2, t.prefill_ms);
+    report.work("decode step", 2.0 * double(m.step_params()) * r.batch, step_bytes, t.graph_ms);
+    char key[128];
+    std::snprintf(key, sizeof key, "decode %.0f tokens/s at batch %lld (graph)", tps, (long long)r.batch);
+    report.key_result(key, tps / bound_tps, "memory bound", lesson::Against::Bound, in_l2);
+    // A floor under what a step of separate kernels reaches (README.md, "Prefill against decode").
+    if (r.batch == 1) report.target("batch-1 decode of its memory bound", tps / bound_tps, 0.45);
+    report.target("graph over stream launches", t.stream_ms / t.graph_ms, 1.0, "x");
 }
