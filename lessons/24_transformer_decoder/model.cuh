@@ -263,8 +263,11 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     D.alloc(D.d_tokens, rows * 4, 0);
     D.alloc(D.d_zero, r.batch * 4, 0);
     // Decode: the split-key attention's partials, the state the graph reads, every step's logits.
-    D.splits = int(std::clamp<int64_t>((2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch), 1,
-                                       std::min<int64_t>(64, (r.ctx() + 31) / 32)));
+    // Splits: at least two blocks an SM, and at most two chunks of 32 keys a block at the longest
+    // context (a block's time is its chain of chunks, one memory trip each); at most 64 (the merge).
+    const int64_t per_sm = (2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch);
+    D.splits =
+        int(std::clamp<int64_t>(std::max(per_sm, (r.ctx() + 63) / 64), 1, std::min<int64_t>(64, (r.ctx() + 31) / 32)));
     D.alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
     D.alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
     D.alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
