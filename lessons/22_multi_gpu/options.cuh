@@ -8,19 +8,7 @@
 
 #include "common/check.h"
 #include "common/flags.h"
-
-#ifndef LESSON_HAVE_NCCL
-#define LESSON_HAVE_NCCL 0
-#endif
-#if LESSON_HAVE_NCCL
-#include <nccl.h>
-
-#define NCCL_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        ncclResult_t r_ = (call);                                                                            \
-        if (r_ != ncclSuccess) lesson::fail_call("NCCL", #call, ncclGetErrorString(r_), __FILE__, __LINE__); \
-    } while (0)
-#endif
+#include "common/nccl_check.h"
 
 struct Options {
     lesson::CommonOptions common;

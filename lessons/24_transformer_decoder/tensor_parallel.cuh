@@ -37,22 +37,10 @@
 #include "common/flags.h"
 #include "common/gpu_class.h"
 #include "common/memory.h"
+#include "common/nccl_check.h"
 #include "common/report.h"
 #include "common/timer.h"
 #include "model.cuh"
-
-#ifndef LESSON_HAVE_NCCL
-#define LESSON_HAVE_NCCL 0  // CMakeLists.txt sets it to 1 where it finds NCCL
-#endif
-#if LESSON_HAVE_NCCL
-#include <nccl.h>
-
-#define NCCL_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        ncclResult_t r_ = (call);                                                                            \
-        if (r_ != ncclSuccess) lesson::fail_call("NCCL", #call, ncclGetErrorString(r_), __FILE__, __LINE__); \
-    } while (0)
-#endif
 
 // The two GPUs (--device and the one after it), each with its share of the model and its communicator.
 struct TensorParallel {
