@@ -27,8 +27,9 @@ static std::string size_text(int64_t n) {
     return std::to_string(n);
 }
 
-// The yardsticks every rate is held against. in_l2 non-empty: the data fit in the L2, the DRAM
-// probe and the copy did not run (dram.gbps and d2d are NaN) and nothing is graded.
+// The yardsticks every rate is held against. in_l2 non-empty: the data are under 4x the L2
+// (lesson::l2_note), the DRAM probe and the copy did not run (dram.gbps and d2d are NaN) and
+// nothing is graded.
 struct Bounds {
     std::string in_l2;
     lesson::StreamBound dram;
