@@ -180,8 +180,8 @@ std::vector<double> time_both(TensorParallel& tp, int repeat, int n, Work&& work
         }
     });
     for (size_t v = 0; v < size_t(n); ++v) {
-        if (first[v] < 0.5) calls[v] = int(std::min(1000.0, std::ceil(0.5 / std::max(first[v], 1e-4))));
-        else samples[v] = int(lesson::capped_samples(repeat, first[v]));
+        calls[v] = lesson::burst_calls(first[v]);
+        if (calls[v] == 1) samples[v] = int(lesson::capped_samples(repeat, first[v]));
     }
     each_gpu(tp, [&](Decoder& D, int g) {
         lesson::EventTimer t;

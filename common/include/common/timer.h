@@ -73,6 +73,13 @@ inline int64_t capped_samples(int64_t repeat, double sample_ms) {
     return sample_ms * double(repeat) > kLongLoopMs ? std::min<int64_t>(repeat, 7) : repeat;
 }
 
+// Calls in one sample of work whose single call took one_ms: 1 from min_sample_ms up; below it
+// a burst of back-to-back calls (at most 1000) lasting about min_sample_ms (time_median_ms).
+inline int burst_calls(double one_ms, double min_sample_ms = 0.5) {
+    if (one_ms >= min_sample_ms) return 1;
+    return int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one_ms, 1e-4))));
+}
+
 // How time_median_ms takes its samples; a lesson prints it with Report::timing.
 inline const char* kTimingMethod =
     "CUDA events after a warm-up; median of --repeat samples (at most 7 where --repeat of them would take "
@@ -102,11 +109,9 @@ double time_median_ms(int repeat, Work&& work, cudaStream_t stream = 0, int warm
     t.start(stream);
     work();
     const double one = t.stop(stream);
-    int calls = 1;
+    const int calls = burst_calls(one, min_sample_ms);
     std::vector<double> ms;
-    if (one < min_sample_ms) {
-        calls = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
-    } else {
+    if (calls == 1) {
         ms.push_back(one);
         repeat = int(capped_samples(repeat, one));
     }
@@ -140,8 +145,8 @@ std::vector<double> time_interleaved_ms(int repeat, int n, Work&& work, cudaStre
         t.start(stream);
         work(v);
         const double one = t.stop(stream);
-        if (one < min_sample_ms) calls[v] = int(std::min(1000.0, std::ceil(min_sample_ms / std::max(one, 1e-4))));
-        else samples[v] = int(capped_samples(repeat, one));
+        calls[v] = burst_calls(one, min_sample_ms);
+        if (calls[v] == 1) samples[v] = int(capped_samples(repeat, one));
     }
     std::vector<double> ms(size_t(n) * size_t(repeat));  // variant v's samples at [v * repeat, ...)
     for (int r = 0; r < repeat; ++r)
