@@ -59,8 +59,6 @@ static std::string choose_projections(Decoder& D, int repeat, lesson::Report* re
     const Dims& m = D.m;
     const int64_t steps = at ? std::min<int64_t>(4, D.r.tokens - 1) : 0;
     hold_positions(D, D.r.prompt + steps);  // the blocks the decode loop takes for these positions anyway
-    std::string won;
-    bool alone[kProjs] = {};
     for (int p = 0; p < kProjs; ++p) {
         int64_t runs = 0;  // each run a layer on: one layer's weights may fit in L2, the step's never do
         const std::vector<double> ms = lesson::time_interleaved_ms(
@@ -75,9 +73,8 @@ static std::string choose_projections(Decoder& D, int repeat, lesson::Report* re
         const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
         if (report) report->variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
         if (report) report->variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
-        alone[p] = ms[1] < ms[0];
+        D.blas_for[p] = ms[1] < ms[0];  // timing p sets only blas_for[p]
     }
-    std::copy(alone, alone + kProjs, D.blas_for);
     for (int p = 0; p < kProjs && at; ++p) {
         const std::vector<double> step_ms = lesson::time_interleaved_ms(
             repeat, 2,
@@ -89,6 +86,7 @@ static std::string choose_projections(Decoder& D, int repeat, lesson::Report* re
             D.s);
         D.blas_for[p] = step_ms[1] < step_ms[0];
     }
+    std::string won;
     for (int p = 0; p < kProjs; ++p)
         won += std::string(won.empty() ? "" : ", ") + proj_name(p) + ": " + (D.blas_for[p] ? "cuBLAS" : "own GEMV");
     return won;
