@@ -235,9 +235,12 @@ static LtPlan make_lt_plan(cublasLtHandle_t lt, const Fp8Problem& p, cudaDataTyp
     const float* scale_a = blocks ? p.d_sa_b : p.d_scales;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (blocks) {
-        const int32_t mode_bt = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_bt, sizeof mode_bt));
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_a, sizeof mode_a));
+        const int32_t mode_bt = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+                      mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_bt, sizeof mode_bt));
+        CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_a, sizeof mode_a));
     }
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
@@ -355,8 +358,7 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
         CUDA_CHECK(cudaMalloc(&d_ref[kind], s.c() * sizeof(float)));
         CUDA_CHECK(cudaMalloc(&d_ref16[kind], s.c() * 2));
         if (lt_here) {
-            run_once([&] { run_lt(f.lt, plans[kind][0], d_ref[kind], f.workspace); }, d_ref[kind], h_ref.data(),
-                     s.c());
+            run_once([&] { run_lt(f.lt, plans[kind][0], d_ref[kind], f.workspace); }, d_ref[kind], h_ref.data(), s.c());
             c.report.check(verify::compare(gather_rows(h_ref, rows, s.N).data(), ref.data(), ref.size(), tol,
                                            lt_name + " vs CPU, " + where));
         }
@@ -378,9 +380,9 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
             c.report.check(verify::compare(gather_rows(h_C, rows, s.N).data(), ref.data(), ref.size(), tol,
                                            std::string(r->name) + " vs CPU, " + where));
             if (lt_here)
-                c.report.check(verify::compare_two_approximations(
-                    h_C.data(), h_ref.data(), s.c(), size_t(s.N), tol,
-                    std::string(r->name) + " vs " + lt_name + ", every element (two-sided) of " + s.text()));
+                c.report.check(verify::compare_two_approximations(h_C.data(), h_ref.data(), s.c(), size_t(s.N), tol,
+                                                                  std::string(r->name) + " vs " + lt_name +
+                                                                      ", every element (two-sided) of " + s.text()));
         }
     }
     Best best;
@@ -403,7 +405,8 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
         const auto tflops = [&](double t_ms) { return flop / (t_ms * 1e9); };
         const std::string small = lesson::small_gemm_note(s.M, s.N, c.prop);
         double rate12 = 0;  // the fastest per-tensor rung: rung 14's yardstick
-        for (size_t i = 0; i < here[0].size(); ++i) rate12 = std::max(rate12, tflops(ms[size_t(first[0] + lts[0]) + i]));
+        for (size_t i = 0; i < here[0].size(); ++i)
+            rate12 = std::max(rate12, tflops(ms[size_t(first[0] + lts[0]) + i]));
         const int key_kind = block_scaled(f.rungs.front()) ? 1 : 0;
         for (int kind = 0; kind < 2; ++kind) {
             for (int v = 0; v < lts[kind]; ++v) {
@@ -411,8 +414,8 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
                 c.report.yardstick(std::string("cuBLASLt FP8 E4M3 -> ") + (v == 0 ? "fp32" : "bf16") + " (" +
                                        scaling[kind] + "), " + s.text(),
                                    tflops(t_ms), "TFLOP/s");
-                const std::string row = std::string("cuBLASLt FP8 ") + (kind ? "block-scaled " : "") + kCublasOut[v] +
-                                        " @" + s.text();
+                const std::string row =
+                    std::string("cuBLASLt FP8 ") + (kind ? "block-scaled " : "") + kCublasOut[v] + " @" + s.text();
                 c.report.variant(row, t_ms, tflops(t_ms), "TFLOP/s");
                 c.report.work(row, flop, ab_bytes + double(s.c()) * (v == 0 ? 4 : 2), t_ms);
             }

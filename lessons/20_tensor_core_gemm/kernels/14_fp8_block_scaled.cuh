@@ -154,8 +154,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 wgmma_commit();
                 wgmma_wait<0>();  // this k-tile's sum is complete, and its stage read
                 fence_acc(d);
-                if (t % 32 == 0)
+                if (t % 32 == 0) {
                     for (uint32_t r = 0; r < kCluster; ++r) mbar_arrive_cluster(&s.empty[st], r);
+                }
                 // The promotion: acc += sa[row][kt] * sb[kt][pn] * d, d[4j..4j+1] on `row`, d[4j+2..] 8 below
 #pragma unroll
                 for (int j = 0; j < kBN / 8; ++j) {
@@ -200,8 +201,7 @@ inline void launch(const Fp8Gemm& g) {
     }
     const int pieces = (g.M / (kCluster * kBM)) * (g.N / kBN);
     cfg.gridDim = dim3(kCluster * std::min(max_clusters, pieces));
-    CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, fp8BlockScaled, *g.tma_A, *g.tma_Bt, g.C, g.M, g.N, g.K, g.scale_a, g.scale_b));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fp8BlockScaled, *g.tma_A, *g.tma_Bt, g.C, g.M, g.N, g.K, g.scale_a, g.scale_b));
 }
 
 }  // namespace rung14
