@@ -409,6 +409,7 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
             rate12 = std::max(rate12, tflops(ms[size_t(first[0] + lts[0]) + i]));
         const int key_kind = block_scaled(f.rungs.front()) ? 1 : 0;
         for (int kind = 0; kind < 2; ++kind) {
+            if (here[kind].empty()) continue;  // no rung of this scaling here: no rows, no target
             for (int v = 0; v < lts[kind]; ++v) {
                 const double t_ms = ms[size_t(first[kind] + v)];
                 c.report.yardstick(std::string("cuBLASLt FP8 E4M3 -> ") + (v == 0 ? "fp32" : "bf16") + " (" +

@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) +
                   "; at each shape cuBLAS (fp32 C, bf16 C) and every bf16 rung interleaved, one sample of each in "
-                  "turn (lesson::time_interleaved_ms); rung 12 likewise with cuBLASLt FP8 (fp32 C, bf16 C)");
+                  "turn (lesson::time_interleaved_ms); rungs 12 and 14 likewise with cuBLASLt FP8 (fp32 C, bf16 C) "
+                  "of their scaling, and with each other");
     std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;
