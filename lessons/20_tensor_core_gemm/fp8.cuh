@@ -51,7 +51,7 @@ inline double fp8_tol(int K) {
 // roundings (the product of two scales, one FMA a k-tile) are 2^-24 each, below both. So
 // 2.8e-3 + 8 u_acc sqrt(K / 128): K = 1024: 4.1e-3, 4096: 5.5e-3, 8192: 6.7e-3, where rung 12's
 // fp8_tol is 1.2e-2 to 5.3e-2. A scale of the wrong block (the blocks' magnitudes differ by up
-// to 64x: setup_fp8) or a k-tile promoted before its wgmmas finished misses it by far.
+// to 64x: setup_fp8) or a k-tile's sum added onto the last one (scale-d left at 1) misses it by far.
 inline double fp8_block_tol(int K) {
     constexpr double u_acc = 0x1p-14;
     return verify::gemm_tolerance(0.0, verify::unit_roundoff(verify::kFp32), u_acc, 128) +
