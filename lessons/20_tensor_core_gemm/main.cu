@@ -3,18 +3,19 @@
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Thirteen rungs in kernels/N_name.cuh, one file each with its launcher, so that
+// the tensor cores. Fourteen rungs in kernels/N_name.cuh, one file each with its launcher, so that
 // a diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle
 // and a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory
 // (5), fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
 // multicast (9), a persistent grid (10), one wgmma group kept in flight (11), FP8 E4M3 operands
-// with one scale per tensor (12), and rung 11 for any M and N (13). This file is the host side:
+// with one scale per tensor (12), rung 11 for any M and N (13), and FP8 with block scales promoted
+// per k-tile (14). This file is the host side:
 // flags, the rung table, and the parts in order: the checks against a double-precision CPU
 // reference (checks.cuh: 1024^3 and three more shapes), then at every timed size each rung that
 // fits it against cuBLAS's fp32 C element by element, and all of them timed in turns with cuBLAS
 // in its two configurations (fp32 C and bf16 C; the faster is the yardstick): timed.cuh. The
-// problem on the device and cuBLAS's calls: problem.cuh. Rung 12 has its own problem, checks and
-// yardstick (cuBLASLt FP8): fp8.cuh, part 3.
+// problem on the device, cuBLAS's calls and the shape flags: problem.cuh. Rungs 12 and 14 have
+// their own problem, checks and yardsticks (cuBLASLt FP8, and rung 12 for rung 14): fp8.cuh, part 3.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,6 +44,7 @@
 #include "kernels/11_wgmma_pipelined.cuh"
 #include "kernels/12_fp8_per_tensor.cuh"
 #include "kernels/13_any_shape.cuh"
+#include "kernels/14_fp8_block_scaled.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
@@ -60,9 +62,9 @@
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
 // needs from the GPU (common/needs.h): rungs 1-4 bf16 tensor cores (cc 8.0) in an sm_80 or newer
-// image, rungs 5-13 an sm_90a image on a Hopper GPU (9-13 also clusters); each its dynamic shared
-// memory per block. Rung 12 takes FP8 operands: its launcher is the row's last field. Rung 13
-// takes any M and N (multiples of 1) and K a multiple of 8.
+// image, rungs 5-14 an sm_90a image on a Hopper GPU (9-14 also clusters); each its dynamic shared
+// memory per block. Rungs 12 and 14 take FP8 operands: their launcher is the row's last field.
+// Rung 13 takes any M and N (multiples of 1) and K a multiple of 8.
 static lesson::Needs sm80(size_t smem) { return {80, "bf16 WMMA and mma.sync", 800, false, false, smem, ""}; }
 static lesson::Needs sm90a(size_t smem, bool clusters) { return {0, "", 0, true, clusters, smem, ""}; }
 static const Rung kLadder[] = {
@@ -79,23 +81,9 @@ static const Rung kLadder[] = {
     {"11 one wgmma group in flight", rung11::launch, 256, 256, 64, sm90a(rung11::kSmemBytes, true)},
     {"12 FP8 E4M3, one scale per tensor", nullptr, 256, 256, 128, sm90a(rung12::kSmemBytes, true), rung12::launch},
     {"13 any M and N", rung13::launch, 1, 1, 8, sm90a(rung13::kSmemBytes, true)},
+    {"14 FP8 E4M3, block scales", nullptr, 256, 128, 128, sm90a(rung14::kSmemBytes, true), rung14::launch},
 };
 constexpr int kRungs = int(std::size(kLadder));
-
-// The timed shapes: --sizes (square), else --m x --n x --k. Bad input exits 2.
-static std::vector<Shape> timed_shapes(const std::string& sizes, int64_t m, int64_t n, int64_t k) {
-    if (sizes.empty()) return {{int(m), int(n), int(k)}};
-    std::vector<Shape> timed;
-    std::stringstream in(sizes);
-    for (std::string item; std::getline(in, item, ',');) {
-        char* end = nullptr;
-        const long v = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v < 16 || v > 16384)
-            lesson::bad_input("--sizes=" + sizes + ": each size an integer in [16, 16384]");
-        timed.push_back({int(v), int(v), int(v)});
-    }
-    return timed;
-}
 
 // The rungs of --rung: "0" every rung, else one number or a comma-separated list. Bad input exits 2.
 static std::vector<const Rung*> chosen_rungs(const std::string& list) {
@@ -128,31 +116,6 @@ static void require_fits(const std::vector<Shape>& timed, const std::vector<cons
                     "any M and N, K of 8)");
 }
 
-static std::string shapes_text(const std::vector<Shape>& shapes) {
-    std::string text;
-    for (const Shape& s : shapes) text += (text.empty() ? "" : ", ") + s.text();
-    return text;
-}
-
-// The notes of every run: the output and cuBLAS's two calls, the shapes the rungs take, the checks.
-static void add_notes(lesson::Report& report, bool any_sm90a) {
-    if (!any_sm90a)
-        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 and 13 (sm_90a), and none ran");
-    report.note(
-        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
-        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
-        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
-    report.note(
-        "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-        "stored); rungs 3-12 have no edge code and need the multiples in the rung table (all rungs together: "
-        "M, N multiples of 256, K of 128); rung 13 takes any M and N and K a multiple of 8 (TMA fills the edges "
-        "with zeros, the epilogue stores only inside C; B's rows lie N rounded up to 8 elements apart on the "
-        "device, for cuBLAS too); other shapes are rejected with exit 2");
-    report.note(
-        "timed shapes compare each rung that fits them with cuBLAS's fp32 output, every element; cuBLAS is "
-        "checked against the CPU on sampled rows (all rows for small shapes)");
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -160,7 +123,7 @@ int main(int argc, char** argv) {
     std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
                     "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): twelve hand-written tensor-core rungs "
-                    "against cublasGemmEx, and an FP8 E4M3 rung against cuBLASLt.");
+                    "against cublasGemmEx, and two FP8 E4M3 rungs against cuBLASLt.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 512);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 512);
@@ -184,8 +147,8 @@ int main(int argc, char** argv) {
     uint64_t host_bytes = 0, dev_bytes = 0;
     for (const Shape& s : timed) {  // floats + bits of A and B, cuBLAS's two results and one rung's
         host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + 2 * s.c() * sizeof(float) + s.c() * 2);
-        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 2 * s.c() * sizeof(float) + s.c() * 2 +
-                                                      kLtWorkspace);  // part 3 needs less, and cuBLASLt's scratch
+        dev_bytes = std::max<uint64_t>(dev_bytes, (s.a() + s.b()) * 2 + 16 * s.c() +
+                                                      kLtWorkspace);  // part 3's most: 4 FP8 code arrays, 4 Cs
     }
     for (const Shape& s : checks) host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b()) * 6 + s.c() * 12);
     const std::string what =
@@ -233,7 +196,7 @@ int main(int argc, char** argv) {
     Context c{report, handle, prop, ladder, encode, static_cast<uint64_t>(opt.seed), int(opt.repeat)};
 
     // Part 1: every rung against the CPU (checks.cuh); 1b: the persistent rungs, many pieces per cluster.
-    // With the FP8 rung alone, parts 1 and 2 have no rung and are left out.
+    // With FP8 rungs alone, parts 1 and 2 have no rung and are left out.
     if (!ladder.empty()) check_against_cpu(c, checks, opt.inject_fault);
     check_persistent(c, timed, kLadder[8]);
 
@@ -242,7 +205,8 @@ int main(int argc, char** argv) {
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) +
                   "; at each shape cuBLAS (fp32 C, bf16 C) and every bf16 rung interleaved, one sample of each in "
-                  "turn (lesson::time_interleaved_ms); rung 12 likewise with cuBLASLt FP8 (fp32 C, bf16 C)");
+                  "turn (lesson::time_interleaved_ms); rungs 12 and 14 likewise with cuBLASLt FP8 (fp32 C, bf16 C) "
+                  "of their scaling, and with each other");
     std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
     std::string best_small;
@@ -263,7 +227,11 @@ int main(int argc, char** argv) {
         }
     }
 
-    // Part 3: the FP8 rung against the CPU and cuBLASLt, timed in turns with it (fp8.cuh).
+    // Part 3: the FP8 rungs against the CPU and cuBLASLt, timed in turns with it (fp8.cuh). Rung 14
+    // brings rung 12 along (the same needs, so the gate passed it too): its rate is rung 14's yardstick.
+    if (std::find(fp8.begin(), fp8.end(), &kLadder[13]) != fp8.end() &&
+        std::find(fp8.begin(), fp8.end(), &kLadder[11]) == fp8.end())
+        fp8.push_back(&kLadder[11]);
     if (!fp8.empty()) {
         cublasLtHandle_t lt;
         CUBLAS_CHECK(cublasLtCreate(&lt));
@@ -280,11 +248,7 @@ int main(int argc, char** argv) {
         }
         CUDA_CHECK(cudaFree(workspace));
         CUBLAS_CHECK(cublasLtDestroy(lt));
-        report.note(
-            "rung 12: FP8 E4M3 A and B^T (N x K), quantized on the host with one scale per tensor (amax / "
-            "448); checked against a double CPU reference of the quantized operands times both scales, "
-            "tolerance for the fp32 output and the FP8 MMA's truncating accumulator (2^-14) only; cuBLASLt's FP8 "
-            "matmul of the same codes and scales is its yardstick (fp32 C and bf16 C, the faster)");
+        fp8_notes(report, fp8);
     }
 
     add_notes(report, any_sm90a);

@@ -1,11 +1,13 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the host parts share. The row of
 // the rung table, the tolerance, cuBLAS's GemmEx with fp32 C (the reference of every check) and
 // with bf16 C (a second yardstick), one problem on the device with its TMA descriptors, and one
-// launch whose C is copied back to be verified. main.cu holds the rung table and runs the parts;
-// checks.cuh checks against the CPU, timed.cuh times.
+// launch whose C is copied back to be verified, and the timed shapes of the flags. main.cu holds
+// the rung table and runs the parts; checks.cuh checks against the CPU, timed.cuh times.
 // Run: ./build/bin/tensor_core_gemm   (README.md is the handout)
 #pragma once
 #include <cstdint>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver function, fetched at run time
 
 #include "common/check.h"
+#include "common/flags.h"
 #include "common/gemm.h"
 #include "common/needs.h"
 #include "common/report.h"
@@ -35,6 +38,28 @@ struct Rung {
 using Shape = lesson::GemmShape;  // common/gemm.h: M, N, K and the arrays' sizes
 static bool fits(const Rung& r, const Shape& s) {
     return s.M % r.mult_m == 0 && s.N % r.mult_n == 0 && s.K % r.mult_k == 0;
+}
+
+// The timed shapes: --sizes (square), else --m x --n x --k. Bad input exits 2.
+static std::vector<Shape> timed_shapes(const std::string& sizes, int64_t m, int64_t n, int64_t k) {
+    if (sizes.empty()) return {{int(m), int(n), int(k)}};
+    std::vector<Shape> timed;
+    std::stringstream in(sizes);
+    for (std::string item; std::getline(in, item, ',');) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 16 || v > 16384)
+            lesson::bad_input("--sizes=" + sizes + ": each size an integer in [16, 16384]");
+        timed.push_back({int(v), int(v), int(v)});
+    }
+    return timed;
+}
+
+// The shapes as one line of text, for the report.
+static std::string shapes_text(const std::vector<Shape>& shapes) {
+    std::string text;
+    for (const Shape& s : shapes) text += (text.empty() ? "" : ", ") + s.text();
+    return text;
 }
 
 // fp32 accumulation of exactly the bf16 numbers the CPU reference multiplies: what is left is

@@ -1,7 +1,7 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder), part 2: one timed shape. cuBLAS in its
 // two configurations for the same bf16 inputs, every rung checked against cuBLAS's fp32 C, then
 // all of them timed in turns. main.cu runs it for every timed shape, after the CPU checks
-// (checks.cuh).
+// (checks.cuh), and ends with the notes of every run (add_notes).
 // Run: ./build/bin/tensor_core_gemm [--sizes=4096,8192]   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -127,4 +127,23 @@ static Best time_shape(Context& c, const Shape& shape, size_t t, double peak, st
     CUDA_CHECK(cudaFree(d_ref));
     release(p);
     return best;
+}
+
+// The notes of every run: the output and cuBLAS's two calls, the shapes the rungs take, the checks.
+static void add_notes(lesson::Report& report, bool any_sm90a) {
+    if (!any_sm90a)
+        report.note("no target: the 0.90x-of-cuBLAS target is for the wgmma rungs 5-11 and 13 (sm_90a), and none ran");
+    report.note(
+        "output C is fp32. cuBLAS runs with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F twice: CUDA_R_32F C (the "
+        "reference of every check) and CUDA_R_16BF C (a rate yardstick only: the rungs write fp32 C, twice its "
+        "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
+    report.note(
+        "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
+        "stored); rungs 3-12 and 14 have no edge code and need the multiples in the rung table (all rungs together: "
+        "M, N multiples of 256, K of 128); rung 13 takes any M and N and K a multiple of 8 (TMA fills the edges "
+        "with zeros, the epilogue stores only inside C; B's rows lie N rounded up to 8 elements apart on the "
+        "device, for cuBLAS too); other shapes are rejected with exit 2");
+    report.note(
+        "timed shapes compare each rung that fits them with cuBLAS's fp32 output, every element; cuBLAS is "
+        "checked against the CPU on sampled rows (all rows for small shapes)");
 }

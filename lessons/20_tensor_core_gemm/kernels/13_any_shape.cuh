@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 13 of 13: rung 11 for any M and N.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 13 of 14: rung 11 for any M and N.
 //
 // Before: rung 11 (rung 12 is its FP8 variant): M and N multiples of 256, K of 64, no edge code.
 // Here:   any M >= 1 and N >= 1, K a multiple of 8. Three changes, none inside the k loop:
@@ -17,7 +17,8 @@
 // Lacks:  TMA reads global rows that start on 16-byte boundaries only: A's row stride (K) must be a
 //         multiple of 8 bf16, and so must B's, which problem.cuh gives B by padding its rows
 //         (a leading dimension of N rounded up to 8; cuBLAS reads the same storage).
-// Next:   the end of the ladder.
+// Next:   rung 14 goes back to rung 12 (FP8) and gives it block scales
+//         (diff kernels/12_fp8_per_tensor.cuh kernels/14_fp8_block_scaled.cuh).
 // Run:    ./build/bin/tensor_core_gemm --rung=13 --m=4095 --n=4097 --k=4096
 // Shapes: any M and N; K a multiple of 8.
 #pragma once
