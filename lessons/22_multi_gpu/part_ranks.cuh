@@ -58,7 +58,9 @@ static ncclUniqueId share_unique_id(int rank, const std::string& id_file) {
     std::ifstream f;
     while (!(f.open(id_file, std::ios::binary), f.is_open())) {
         if (std::chrono::steady_clock::now() > deadline)
-            lesson::fail_call("host", "wait for the NCCL id file", "no id from rank 0 in time", __FILE__, __LINE__);
+            lesson::fail_call("host", "wait for the NCCL id file",
+                              ("no id from rank 0 in " + std::to_string(kRankWaitS) + " s").c_str(), __FILE__,
+                              __LINE__);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     f.read(reinterpret_cast<char*>(&id), sizeof id);
