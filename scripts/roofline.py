@@ -8,10 +8,10 @@ scripts/run_all.sh or by a lesson's --json). The roofs are every report's
 "roofs" (Report::bound and Report::metric with a lesson::Roof): kind "memory"
 (GB/s) is a slope, kind "compute" (GFLOP/s or TFLOP/s) a flat top; a measured
 roof (reached by the lesson's own kernels: lesson 17's sweep) is drawn solid,
-a bound (the DRAM probe, a peak from the clock) dashed. One line per roof name:
-a DRAM bound is named for its read/write mix, so each mix gets its own slope,
-and where several reports carry the same roof the highest default-size one is
-drawn. Every entry of every report's "work" list (Report::work: flops, bytes,
+a bound (a DRAM probe, a peak from the clock) dashed. One line per roof name:
+a DRAM bound is named for its read/write mix, so each mix gets its own slope
+in its own color (lesson 17 measures the 1:0, 1:1 and 2:1 mixes), and where
+several reports carry the same roof the highest default-size one is drawn. Every entry of every report's "work" list (Report::work: flops, bytes,
 ms) is a point; a point above every memory slope (its mix has no slope in
 these reports, or its data sat in L2) is circled red and listed. A lesson's
 default-size report (NN_name.json) is used where it exists, else its --quick
@@ -28,9 +28,11 @@ import sys
 
 POINT_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f", "#edc948", "#ff9da7", "#76b7b2",
                 "#e15759", "#bab0ac"]
-# One color a lesson: solid for the roofs its kernels reached, dashed grey for its bounds.
+# One color a lesson: solid for the roofs its kernels reached, dashed grey for its compute bounds.
 MEASURED_COLORS = ["#e15759", "#76b7b2", "#f28e2b", "#b07aa1"]
 BOUND_COLORS = ["#999999", "#bab0ac", "#79706e", "#c9b2a6"]
+# One color a DRAM bound (a read/write mix), dashed: the slopes of two mixes lie a few percent apart.
+MIX_COLORS = ["#999999", "#8c6d31", "#6b6ecf", "#637939", "#843c39"]
 
 
 def die(msg, code=1):
@@ -89,8 +91,8 @@ def read_roofs(reports):
     GFLOP/s; the device of the report that gave the first memory roof.
 
     One line per kind and name. A memory bound's name states its read/write mix (lesson 17's
-    1:1, lesson 24's 1:0), so each mix is one slope and a 1:0 stream is not held against the
-    1:1 roof alone. Several reports with one name (lessons that probe the same mix) give one
+    1:0, 1:1 and 2:1), so each mix is one slope, in a color of its own, and a 1:0 stream is not
+    held against the 1:1 roof alone. Several reports with one name (lessons that probe the same mix) give one
     line: a default-size report before a quick one (whose data may sit in L2), then the highest
     value, since a kernel of that mix may reach the best of the probes."""
     best, counts = {}, {}  # (kind, name) -> (rank, position, lesson, value, measured, mode, device); -> reports
@@ -113,10 +115,14 @@ def read_roofs(reports):
                              (report.get("device") or {}).get("name"))
     slopes, roofs, device = [], [], None
     colors = {True: {}, False: {}}  # measured or not: lesson -> color
+    mixes = 0  # DRAM bounds drawn so far
     for (kind, name), (_, _, lesson, value, measured, mode, dev) in sorted(best.items(), key=lambda kv: kv[1][1]):
         count = counts[(kind, name)]
-        palette = MEASURED_COLORS if measured else BOUND_COLORS
-        color = colors[measured].setdefault(lesson, palette[len(colors[measured]) % len(palette)])
+        if kind == "memory" and not measured:
+            color, mixes = MIX_COLORS[mixes % len(MIX_COLORS)], mixes + 1
+        else:
+            palette = MEASURED_COLORS if measured else BOUND_COLORS
+            color = colors[measured].setdefault(lesson, palette[len(colors[measured]) % len(palette)])
         label = "%s (lesson %s%s%s)" % (name, lesson[:2], ", highest of %d reports" % count if count > 1 else "",
                                        ", quick run: data in L2" if mode else "")
         (slopes if kind == "memory" else roofs).append((value, color, not measured, label))

@@ -1,7 +1,7 @@
-// Lesson 17 of the course (fusion and the roofline), the summary: the DRAM bound, the D2D copy
-// and the FP32 peak, measured now; every rung against the DRAM bound; every sweep point against
-// the roofline at its intensity, the measured roofs, the ridge point and the SVG picture; the
-// targets and the key result.
+// Lesson 17 of the course (fusion and the roofline), the summary: the DRAM bounds of three
+// read/write mixes, the D2D copy and the FP32 peak, measured now; every rung against the 1:1 DRAM
+// bound; every sweep point against the roofline at its intensity, the measured roofs, the ridge
+// point and the SVG picture; the targets and the key result.
 // Before: main.cu checked and timed every rung and every sweep point, then freed its buffers.
 // Run: ./build/bin/fusion_roofline [--quick] [--svg=FILE]   (README.md is the handout)
 #pragma once
@@ -28,17 +28,20 @@ static std::string size_text(int64_t n) {
 }
 
 // The yardsticks every rate is held against. in_l2 non-empty: the data are under 4x the L2
-// (lesson::l2_note), the DRAM probe and the copy did not run (dram.gbps and d2d are NaN) and
+// (lesson::l2_note), the DRAM probes and the copy did not run (dram.gbps and d2d are NaN) and
 // nothing is graded.
 struct Bounds {
     std::string in_l2;
-    lesson::StreamBound dram;
+    lesson::StreamBound dram;                      // 1 read : 1 write, the mix of every rung and sweep point
+    std::vector<lesson::StreamBound> other_mixes;  // 1:0 and 2:1, slopes of the roofline only
     double d2d = NAN;
     double peak = NAN;  // FP32 GFLOP/s from the clock
 };
 
-// The DRAM probe (1 read : 1 write, the mix of the chain and of the sweep) and the D2D copy only
-// where the data do not fit in the L2; the FP32 peak from the clock always.
+// The DRAM probe of the 1:1 mix, which every kernel here streams, and the D2D copy only where the
+// data do not fit in the L2; with the sweep, the 1:0 and 2:1 probes too: they grade nothing here,
+// but they are the roofline's slopes for the kernels of other lessons that read more than they
+// write (scripts/roofline.py draws one slope per mix). The FP32 peak from the clock always.
 static Bounds measure_bounds(lesson::Report& report, const cudaDeviceProp& prop, int device, size_t N, bool sweeping) {
     Bounds b;
     b.in_l2 = lesson::l2_note(verify::sweep_bytes(N), prop);
@@ -47,6 +50,14 @@ static Bounds measure_bounds(lesson::Report& report, const cudaDeviceProp& prop,
         b.dram = lesson::measure_stream_bound(prop, 1, 1);
         lesson::add_bound(report, b.dram, device, lesson::Roof::Memory);
         if (sweeping) {
+            const int mixes[2][2] = {{1, 0}, {2, 1}};  // reads, writes
+            for (const auto& mix : mixes) {
+                const lesson::StreamBound m = lesson::measure_stream_bound(prop, mix[0], mix[1]);
+                report.bound(m.name, m.gbps, "GB/s", lesson::Roof::Memory);  // add_bound gave the DRAM peak
+                if (m.gbps > lesson::dram_peak_gbps(device))
+                    report.warning(m.name + " measured above the DRAM peak from the clock");
+                b.other_mixes.push_back(m);
+            }
             b.d2d = lesson::measure_d2d_gbps(prop);
             report.yardstick("device-to-device cudaMemcpy, 1 GiB (read + write)", b.d2d, "GB/s");
         }
@@ -143,7 +154,10 @@ static Roofs report_sweep(lesson::Report& report, const Bounds& b, const cudaDev
         report.metric("ridge point: FP32 roof / memory roof", roofs.fp32 / roofs.mem, "flop/byte");
     if (std::isfinite(b.dram.gbps)) {
         report.metric("ridge point from the bounds: FP32 peak / DRAM bound", b.peak / b.dram.gbps, "flop/byte");
-        plot.add_slope(b.dram.gbps, "#999999", true, "DRAM bound (1 read : 1 write probe)");
+        plot.add_slope(b.dram.gbps, "#999999", true, b.dram.name + ": every point here");
+        const char* mix_colors[] = {"#8c6d31", "#6b6ecf"};  // 1:0, 2:1: no point here is of their mix
+        for (size_t i = 0; i < b.other_mixes.size(); ++i)
+            plot.add_slope(b.other_mixes[i].gbps, mix_colors[i], true, b.other_mixes[i].name + ": other lessons");
     }
     if (std::isfinite(b.peak)) plot.add_roof(b.peak, "#999999", true, "FP32 peak from the clock");
     for (int r = 0; r < int(rung_ms.size()); ++r)

@@ -3,7 +3,7 @@
 //   1. part_split.cuh      lesson 09's batched SGEMM split over 1, 2, ..., all GPUs, one host thread each
 //   2. part_peer.cuh       peer access, cudaMemcpyPeerAsync against the link, a kernel reading peer memory
 //   3. part_allreduce.cuh  NCCL's all-reduce in one process (ncclCommInitAll) and a hand-written ring
-//   4. part_ranks.cuh      one process per GPU (ncclCommInitRank), the lesson its own launcher
+//   4. part_ranks.cuh      one process per GPU (non-blocking ncclCommInitRankConfig), the lesson its own launcher
 // Parts 2-4 need 2 GPUs, part 4 and part 3's NCCL half a build with NCCL; every part skipped says
 // why. This file: the flags, the GPUs, the parts in order, the report. Kernels: kernels/multi_gpu.cuh.
 // Before: lesson 21 (fused attention, one GPU). Next: lesson 23 (23_full_scale, the full-scale run).

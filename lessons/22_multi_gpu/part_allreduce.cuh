@@ -132,14 +132,11 @@ static void ring_allreduce(std::vector<Rank>& rk, uint64_t n) {
 }
 
 // Host-clock time of one call of `allreduce`, which issues work on every rank's stream: bursts of
-// verify::burst_calls(bytes) calls, each burst ended by synchronizing every stream; median of
-// `samples` bursts. nccl-tests times the same way (host clock around a loop of calls).
-template <class Fn>
-static double burst_ms(const std::vector<cudaStream_t>& streams, uint64_t bytes, int samples, Fn allreduce) {
+// verify::burst_calls(bytes) calls, each burst ended by `sync_all` (waits until every stream is
+// done); median of `samples` bursts. nccl-tests times the same way (host clock around a loop of calls).
+template <class Fn, class Sync>
+static double burst_ms(uint64_t bytes, int samples, Fn allreduce, Sync sync_all) {
     const int calls = verify::burst_calls(bytes);
-    auto sync_all = [&] {
-        for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamSynchronize(s));
-    };
     allreduce();  // warm-up
     sync_all();
     std::vector<double> ms;
@@ -150,6 +147,13 @@ static double burst_ms(const std::vector<cudaStream_t>& streams, uint64_t bytes,
         ms.push_back(t.ms() / calls);
     }
     return lesson::median(ms);
+}
+// The same, each burst ended by synchronizing every stream in `streams`.
+template <class Fn>
+static double burst_ms(const std::vector<cudaStream_t>& streams, uint64_t bytes, int samples, Fn allreduce) {
+    return burst_ms(bytes, samples, allreduce, [&] {
+        for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamSynchronize(s));
+    });
 }
 
 // Adds a piece's exact check to a running one: counts add up, the first bad index is the first

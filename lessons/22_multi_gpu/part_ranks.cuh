@@ -1,7 +1,9 @@
 // Lesson 22 of the course (several GPUs), part 4: one process per GPU (2+ GPUs, NCCL). The lesson
 // starts its own ranks (posix_spawn of itself with --rank/--ranks/--nccl-id-file); rank 0 writes
 // the ncclUniqueId to a file the others read (what mpirun or torchrun hand over between machines),
-// each rank calls ncclCommInitRank and runs part 3's sweep on its own GPU. Built with NCCL only.
+// each rank joins a non-blocking communicator (ncclCommInitRankConfig, blocking = 0) and runs
+// part 3's sweep on its own GPU, polling for errors so that a rank gone ends the others with a
+// FAIL instead of a hang. Built with NCCL only.
 // Before: part 3, the all-reduce in one process (part_allreduce.cuh). Next: lesson 23 (23_full_scale).
 // Run: ./build/bin/multi_gpu --part=4   (README.md is the handout)
 #pragma once
@@ -34,8 +36,12 @@
 
 extern char** environ;
 
+// How long a rank waits for anything another rank must do (the id file, joining the communicator,
+// one burst of all-reduces) before it gives up: far above the slowest of them at 4 GiB.
+constexpr int kRankWaitS = 60;
+
 // The rank's side of the id hand-over: rank 0 makes the id and writes it to the file (under another
-// name first, then renamed, so no rank reads half an id); the others wait for the file, at most 60 s.
+// name first, then renamed, so no rank reads half an id); the others wait for the file, at most kRankWaitS.
 static ncclUniqueId share_unique_id(int rank, const std::string& id_file) {
     ncclUniqueId id;
     if (rank == 0) {
@@ -48,11 +54,13 @@ static ncclUniqueId share_unique_id(int rank, const std::string& id_file) {
             lesson::fail_call("host", "write the NCCL id file", std::strerror(errno), __FILE__, __LINE__);
         return id;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kRankWaitS);
     std::ifstream f;
     while (!(f.open(id_file, std::ios::binary), f.is_open())) {
         if (std::chrono::steady_clock::now() > deadline)
-            lesson::fail_call("host", "wait for the NCCL id file", "no id from rank 0 in 60 s", __FILE__, __LINE__);
+            lesson::fail_call("host", "wait for the NCCL id file",
+                              ("no id from rank 0 in " + std::to_string(kRankWaitS) + " s").c_str(), __FILE__,
+                              __LINE__);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     f.read(reinterpret_cast<char*>(&id), sizeof id);
@@ -61,17 +69,55 @@ static ncclUniqueId share_unique_id(int rank, const std::string& id_file) {
     return id;
 }
 
+// The watchdog of a non-blocking communicator: no NCCL call of this rank waits for the others, so
+// every wait happens here, polling. Returns once the communicator is no longer ncclInProgress and
+// `stream` (if any) has finished its work. An asynchronous error (a rank gone, a broken connection)
+// or kRankWaitS without getting there aborts the communicator, which ends its outstanding work on
+// this GPU, and ends the rank with a FAIL; the other ranks then see their own error or time out.
+static void nccl_wait(ncclComm_t comm, cudaStream_t stream, const char* what) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kRankWaitS);
+    for (;;) {
+        ncclResult_t state;
+        NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+        const cudaError_t done = stream ? cudaStreamQuery(stream) : cudaSuccess;
+        if (state == ncclSuccess && done == cudaSuccess) return;
+        std::string why;
+        if (state != ncclSuccess && state != ncclInProgress) why = ncclGetErrorString(state);
+        else if (done != cudaSuccess && done != cudaErrorNotReady) why = cudaGetErrorName(done);
+        else if (std::chrono::steady_clock::now() > deadline)
+            why = "no progress in " + std::to_string(kRankWaitS) + " s (another rank gone or stuck?)";
+        if (!why.empty()) {
+            ncclCommAbort(comm);  // its own result does not matter: this rank fails either way
+            why += "; communicator aborted";
+            lesson::fail_call("NCCL", what, why.c_str(), __FILE__, __LINE__);
+        }
+        std::this_thread::yield();
+    }
+}
+
+// A call on the non-blocking communicator returns ncclSuccess, ncclInProgress (still being set up
+// or enqueued: wait before the next call) or an error (abort, FAIL).
+static void nccl_issued(ncclComm_t comm, ncclResult_t r, const char* what) {
+    if (r == ncclInProgress) nccl_wait(comm, nullptr, what);
+    if (r == ncclSuccess || r == ncclInProgress) return;
+    if (comm) ncclCommAbort(comm);
+    lesson::fail_call("NCCL", what, ncclGetErrorString(r), __FILE__, __LINE__);
+}
+
 // What one rank process does (this same program, started by part 4 with --rank/--ranks/--nccl-id-file):
-// get the unique id, join the communicator with ncclCommInitRank, run the sweep on its own GPU,
-// write one line per size (verify::format_rank_line) to <id file>.rank<R>.
+// get the unique id, join a non-blocking communicator, run the sweep on its own GPU, write one line
+// per size (verify::format_rank_line) to <id file>.rank<R>.
 static int run_rank(const Options& o) {
     const int rank = int(o.rank), P = int(o.ranks), device = int(o.common.device) + rank;
     const uint64_t max_bytes = uint64_t(o.max_mib) << 20, max_n = max_bytes / 4, seed = uint64_t(o.common.seed);
     CUDA_CHECK(cudaSetDevice(device));  // a rank's communicator belongs to the device current at init
     lesson::require_device_memory(2 * max_bytes, "--max-mib on GPU " + std::to_string(device));
     const ncclUniqueId id = share_unique_id(rank, o.id_file);
-    ncclComm_t comm;
-    NCCL_CHECK(ncclCommInitRank(&comm, P, id, rank));  // returns once all P ranks have joined
+    ncclComm_t comm = nullptr;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // no call waits for the other ranks: nccl_wait polls them, with a deadline
+    const ncclResult_t joining = ncclCommInitRankConfig(&comm, P, id, rank, &config);  // sets comm: then use it
+    nccl_issued(comm, joining, "ncclCommInitRankConfig (every rank joining)");
 
     cudaStream_t stream;
     int sms = 0;
@@ -83,22 +129,26 @@ static int run_rank(const Options& o) {
     multigpu::fillAllreduceInput<<<multigpu::grid_for(max_n, sms), multigpu::kThreads, 0, stream>>>(d_x, max_n, seed,
                                                                                                     rank);
     CUDA_CHECK_LAUNCH();
+    auto allreduce = [&](uint64_t count) {  // no group: one rank in this process
+        nccl_issued(comm, ncclAllReduce(d_x, d_out, count, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
+    };
+    auto wait_all = [&] { nccl_wait(comm, stream, "all-reduce on the rank's stream"); };  // not cudaStreamSynchronize
     std::vector<float> h(max_n);
     std::string lines;
     bool pass = true;
     for (uint64_t bytes : verify::sweep_sizes(max_bytes)) {
         const uint64_t count = bytes / 4;
         CUDA_CHECK(cudaMemsetAsync(d_out, 0xFF, bytes, stream));
-        NCCL_CHECK(ncclAllReduce(d_x, d_out, count, ncclFloat, ncclSum, comm, stream));  // no group: one rank here
+        allreduce(count);
         CUDA_CHECK(cudaMemcpyAsync(h.data(), d_out, bytes, cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(cudaStreamSynchronize(stream));
+        wait_all();
         if (o.common.inject_fault && rank == 0 && bytes == max_bytes) verify::inject_fault(h.data(), count, seed);
         const lesson::Check c = verify::check_allreduce(h.data(), count, seed, P, "");
         pass = pass && c.pass;
         verify::RankLine l;
         l.bytes = bytes;
-        l.ms = burst_ms({stream}, bytes, int(o.common.repeat),
-                        [&] { NCCL_CHECK(ncclAllReduce(d_x, d_out, count, ncclFloat, ncclSum, comm, stream)); });
+        auto one_call = [&] { allreduce(count); };
+        l.ms = burst_ms(bytes, int(o.common.repeat), one_call, wait_all);
         l.checked = c.checked;
         l.bad = c.bad_count;
         l.first_bad = c.first_bad;
@@ -110,6 +160,7 @@ static int run_rank(const Options& o) {
     f.close();
     if (!f || std::rename((out + ".tmp").c_str(), out.c_str()) != 0)
         lesson::fail_call("host", "write the rank's results", std::strerror(errno), __FILE__, __LINE__);
+    nccl_issued(comm, ncclCommFinalize(comm), "ncclCommFinalize (quiescent on every rank)");
     NCCL_CHECK(ncclCommDestroy(comm));
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_out));
@@ -185,7 +236,8 @@ static void part_ranks(const Options& o, int P, lesson::Report& report) {
     const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) lesson::fail_call("host", "readlink /proc/self/exe", std::strerror(errno), __FILE__, __LINE__);
     exe[len] = '\0';
-    std::printf("part 4: %d processes, one per GPU (ncclCommInitRank; the id handed over in %s)\n", P, id_file.c_str());
+    std::printf("part 4: %d processes, one per GPU (ncclCommInitRankConfig; the id handed over in %s)\n", P,
+                id_file.c_str());
     std::fflush(stdout);
 
     std::vector<pid_t> pids(size_t(P), -1);
@@ -227,12 +279,12 @@ static void part_ranks(const Options& o, int P, lesson::Report& report) {
     std::remove(id_file.c_str());
     rmdir(dir.c_str());
     all.what = "one process per GPU (" + std::to_string(P) +
-               " ranks, ncclCommInitRank): every rank's result vs the "
+               " ranks, non-blocking ncclCommInitRankConfig): every rank's result vs the "
                "exact sum, every element, every size; every rank exited 0 with all its lines";
     all.pass = all.pass && complete && std::all_of(status.begin(), status.end(), [](int s) { return s == 0; });
     report.check(all);
     if (rows.empty()) return;
-    print_table_head("NCCL all-reduce, one process per GPU (ncclCommInitRank), slowest rank:");
+    print_table_head("NCCL all-reduce, one process per GPU (ncclCommInitRankConfig), slowest rank:");
     for (const verify::RankLine& l : rows) print_table_row(l.bytes, l.ms, P, l.bad);
     const verify::RankLine& top = rows.back();
     report.variant("NCCL all-reduce " + std::to_string(top.bytes) + " B, one process per GPU, busbw", top.ms,
