@@ -361,8 +361,9 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     const bool residual = p == kPWo || p == kPDown, partial = residual && D.all_reduce;
     float* part = partial ? D.ps.part[p == kPDown] : nullptr;  // o and down: two buffers (PeerSum says why)
     const YStore y{part ? part : D.gemv_y[p == kPGateUp], N};
-    const bool one_shot = partial && D.one_shot && !timing;  // the sum over GPUs and the add, one kernel
-    auto add_in = [&](float* out) {                          // out (B x d) into x, after cuBLAS or the all-reduce
+    // one_shot: the sum over the GPUs and the add into x in one kernel (peerAddResidual).
+    const bool one_shot = partial && D.one_shot && !timing;
+    auto add_in = [&](float* out) {  // out (B x d) into x, after cuBLAS or the all-reduce
         if (!timing && !one_shot) D.sum_partials(out, B * m.d);
         D.k(one_shot ? "all-reduce + residual add (one-shot)" : "residual add", [&] {
             if (one_shot)
