@@ -9,8 +9,8 @@
 // decode step, gives both GPUs the whole. The embedding, the norms, the LM head and the sampler
 // are replicated: both GPUs carry the same residual stream and draw the same tokens.
 // In decode, where each GPU can reach the other's memory, the all-reduce is not NCCL's but the
-// lesson's own one-shot kernel, fused with the residual add (kernels/peer_sum.cuh); prefill's
-// all-reduces, a few of megabytes each, stay NCCL's. The decode loop is timed both ways.
+// lesson's own one-shot kernel, fused with the residual add (kernels/peer_sum.cuh); prefill's,
+// of batch x prompt rows each, stay NCCL's. The decode loop is timed both ways.
 //
 // A decode step then reads half of every layer's weights on each GPU, and can take about half the
 // time, less what does not split: the LM head, read whole on both; 2 x layers all-reduces of a few
