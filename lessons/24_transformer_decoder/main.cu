@@ -110,18 +110,16 @@ static void verify_run(lesson::Report& report, const Dims& m, const RunSize& r, 
     check_consistency(report, m, r, out, on);
 }
 
-// What the 2-GPU run leaves: GPU 0's outputs, GPU 1's tokens, the times of a decode step (graph
-// replays) and of prefill, and which kernels ran the decode projections.
+// What the 2-GPU run leaves: GPU 0's outputs, GPU 1's tokens, and its times (tensor_parallel.cuh).
 struct TwoGpus {
     Outputs out;
     std::vector<int> second;
-    double step_ms, prefill_ms;
-    std::string won;
+    TwoGpuTimes t;
 };
 
 // --gpus=2: the model split over two GPUs (tensor_parallel.cuh), each GPU's share run by its own
 // host thread through the same steps as one GPU's: prefill, the graph's capture, the decode loop.
-// The all-reduces are inside prefill and the step (Decoder::sum_partials), so inside the graph.
+// The all-reduces are inside prefill and the step, so inside the graph (NCCL's, or peerAddResidual).
 static TwoGpus run_two_gpus(const Decoder& one, const Outputs& first, int device, int repeat, uint64_t seed) {
     const RunSize& r = one.r;
     TensorParallel tp;
@@ -135,23 +133,26 @@ static TwoGpus run_two_gpus(const Decoder& one, const Outputs& first, int device
     // GEMV or cuBLAS, timed on GPU 0 alone and its choice taken by both: replicas run the same kernels.
     const std::string won = choose_projections(tp.D[0], repeat, nullptr, nullptr);
     std::copy(tp.D[0].blas_for, tp.D[0].blas_for + kProjs, tp.D[1].blas_for);
-    cudaGraphExec_t graph[2] = {};
+    cudaGraphExec_t graph[2][2] = {};  // each GPU's step; [1]: with NCCL's all-reduce, where [0]'s is the one-shot's
     each_gpu(tp, [&](Decoder& D, int g) {
-        graph[g] = capture_step(D, D.pdl);
-        decode_all(D, graph[g], at[g], out[g]);
+        graph[g][0] = capture_step(D, D.pdl);
+        graph[g][1] = capture_nccl_step(D);
+        decode_all(D, graph[g][0], at[g], out[g]);
         CUDA_CHECK(cudaMemcpy(D.d_tokens, first.prompt.data(), first.prompt.size() * 4, cudaMemcpyHostToDevice));
     });
-    const std::vector<double> ms = time_both(tp, repeat, 2, [&](Decoder& D, int g, int v) {
-        if (v == 1) {
-            prefill(D, r.prompt, r.prompt - 1, false);
-            return;
-        }
+    const int n = graph[0][1] ? 3 : 2;  // the decode loop, prefill, the decode loop with NCCL's all-reduce
+    const std::vector<double> ms = time_both(tp, repeat, n, [&](Decoder& D, int g, int v) {
+        if (v == 1) return prefill(D, r.prompt, r.prompt - 1, false);
         resume(D, at[g]);
-        for (int64_t t = 1; t < r.tokens; ++t) CUDA_CHECK(cudaGraphLaunch(graph[g], D.s));
+        for (int64_t t = 1; t < r.tokens; ++t) CUDA_CHECK(cudaGraphLaunch(graph[g][v / 2], D.s));
     });
-    each_gpu(tp, [&](Decoder&, int g) { CUDA_CHECK(cudaGraphExecDestroy(graph[g])); });
+    each_gpu(tp, [&](Decoder&, int g) {
+        for (cudaGraphExec_t e : graph[g])
+            if (e) CUDA_CHECK(cudaGraphExecDestroy(e));
+    });
     close_tensor_parallel(tp);
-    return {out[0], out[1].history, ms[0] / double(r.tokens - 1), ms[1], won};
+    const double steps = double(r.tokens - 1);
+    return {out[0], out[1].history, {ms[0] / steps, n == 3 ? ms[2] / steps : 0.0, ms[1], tp.peer, won}};
 }
 
 int main(int argc, char** argv) {
@@ -274,7 +275,6 @@ int main(int argc, char** argv) {
 
     // 9. --gpus=2: the same model on two GPUs, from the same prompt (its GPU memory freed first).
     TwoGpus two = gpus == 2 ? run_two_gpus(D, out, int(opt.device), int(opt.repeat), seed) : TwoGpus{};
-    if (gpus == 2) report.note("2 GPUs: decode projections run by the faster (timed on GPU 0): " + two.won);
 
     // 10. Verify: against the CPU (the whole model, or one layer), and decode against prefill; two
     // GPUs as one, and against one. A fault goes into the last run's logits: its checks must catch it.
@@ -294,6 +294,6 @@ int main(int argc, char** argv) {
                  Timings{prefill_ms, blas_tflops, step_ms, loop_ms[1] / steps, plain_graph ? loop_ms[2] / steps : 0.0,
                          kernel_ms},
                  int(opt.device));
-    if (gpus == 2) report_two_gpus(report, r, step_ms, two.step_ms, prefill_ms, two.prefill_ms);
+    if (gpus == 2) report_two_gpus(report, r, step_ms, prefill_ms, two.t);
     return report.finish(opt.json);
 }

@@ -4,7 +4,8 @@
 // step (one position per sequence, GEMV-shaped projections), each a list of kernel launches on one
 // stream that main.cu runs, captures into a graph (capture_step), and times kernel by kernel.
 // The same code runs one GPU's share of the model under tensor parallelism (tensor_parallel.cuh):
-// there the o and down projections' outputs are partial sums, added over the GPUs (sum_partials).
+// there the o and down projections' outputs are partial sums, added over the GPUs (sum_partials
+// in prefill; in decode, peerAddResidual where the GPUs reach each other's memory).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "kernels/gemv.cuh"
 #include "kernels/norm.cuh"
 #include "kernels/paged_cache.cuh"
+#include "kernels/peer_sum.cuh"
 #include "kernels/sample.cuh"
 #include "prefill_attention.cuh"
 #include "prefill_gemm.cuh"
@@ -96,6 +98,10 @@ struct Decoder {
     std::vector<float> h_xin, h_xout;
     // Set under tensor parallelism (tensor_parallel.cuh): sums n floats over the GPUs, in place, on s.
     std::function<void(float*, size_t)> all_reduce;
+    // Also there: the o and down projections' partial sums (ps.part), and, with one_shot, decode's
+    // all-reduce and residual add by peerAddResidual instead of all_reduce and residualTiles.
+    PeerSum ps{};
+    bool one_shot = false;
 
     std::vector<void*> owned;  // every device buffer of the run, freed together by free_all()
 
@@ -313,12 +319,15 @@ static void hold_positions(Decoder& D, int64_t positions) {
 
 // out (rows x N, fp32) = A (rows x K, bf16) W (K x N, bf16), row-major: cuBLAS sees the
 // column-major transpose, out^T = W^T A^T, so W comes first. bf16 in, fp32 accumulate and out.
-static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N) {
+// Into `out` where given, else D.proj.
+static Parts gemm_cublas(Decoder& D, const bf16* A, const bf16* W, int64_t rows, int64_t K, int64_t N,
+                         float* out = nullptr) {
     const float one = 1.0f, zero = 0.0f;
+    if (!out) out = D.proj;
     CUBLAS_CHECK(cublasGemmEx(D.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(rows), int(K), &one, W, CUDA_R_16BF, int(N),
-                              A, CUDA_R_16BF, int(K), &zero, D.proj, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
+                              A, CUDA_R_16BF, int(K), &zero, out, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
-    return {D.proj, N};
+    return {out, N};
 }
 
 // A prefill projection: lesson 20's rung 11 where it runs and the shape fits its tiles, else cuBLAS.
@@ -334,7 +343,8 @@ static Parts gemm_prefill(Decoder& D, const bf16* A, const bf16* W, int64_t rows
 // residual stream (AddResidual: o and down) or rotates it into the cache (RopeToCache: Q|K|V) as it
 // writes it. Where cuBLAS was measured faster (blas_for), cuBLAS runs with kernels of a block per
 // 256 columns of a row around it doing the same. Under tensor parallelism the o and down outputs
-// are partial sums: stored (YStore), summed over the GPUs, then added by residualTiles. `timing`
+// are partial sums: stored (YStore, or cuBLAS's output) into D.ps.part, then summed over the GPUs
+// and added into x, by peerAddResidual (D.one_shot) or by NCCL and residualTiles. `timing`
 // (choose_projections): the Q|K|V output is stored, not written into the cache, and nothing is
 // summed over GPUs (one GPU times alone). Returns where the output went (gate/up, LM head).
 static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
@@ -347,13 +357,18 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     const bf16* Ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
     const XNormed xn{D.x, p == kPQkv ? w.attn_norm : p == kPGateUp ? w.mlp_norm : D.final_norm, D.ssq, m.d, D.tiles()};
     const AddResidual add{D.x, D.ssq, m.d, D.tiles()};
-    const YStore y{D.gemv_y[p == kPGateUp], N};
     const dim3 tiles(unsigned(D.tiles()), unsigned(B));
     const bool residual = p == kPWo || p == kPDown, partial = residual && D.all_reduce;
+    float* part = partial ? D.ps.part[p == kPDown] : nullptr;  // o and down: two buffers (PeerSum says why)
+    const YStore y{part ? part : D.gemv_y[p == kPGateUp], N};
+    // one_shot: the sum over the GPUs and the add into x in one kernel (peerAddResidual).
+    const bool one_shot = partial && D.one_shot && !timing;
     auto add_in = [&](float* out) {  // out (B x d) into x, after cuBLAS or the all-reduce
-        if (!timing) D.sum_partials(out, B * m.d);
-        D.k("residual add", [&] {
-            residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, Parts{out, m.d}, D.x, D.ssq, m.d);
+        if (!timing && !one_shot) D.sum_partials(out, B * m.d);
+        D.k(one_shot ? "all-reduce + residual add (one-shot)" : "residual add", [&] {
+            if (one_shot)
+                peerAddResidual<<<D.ps.blocks, kGemvCols, 0, D.s>>>(D.ps, p == kPDown, D.x, D.ssq, B, m.d, D.tiles());
+            else residualTiles<<<tiles, kGemvCols, 0, D.s>>>(nullptr, nullptr, Parts{out, m.d}, D.x, D.ssq, m.d);
         });
         CUDA_CHECK_LAUNCH();
     };
@@ -366,8 +381,8 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
                                                                                                     m.mlp);
             });
         Parts out;
-        D.k(proj_name(p), [&] { out = gemm_cublas(D, in, Ws[p], B, K, N); });
-        if (residual) add_in(D.proj);
+        D.k(proj_name(p), [&] { out = gemm_cublas(D, in, Ws[p], B, K, N, part); });
+        if (residual) add_in(part ? part : D.proj);
         if (p == kPQkv && !timing)
             D.k("rope + cache", [&] {
                 ropeToCache<<<unsigned(B), 256, 0, D.s>>>(out, D.st.len, 1, D.q, D.kv(int(l)), int(m.heads),
