@@ -3,7 +3,8 @@
 // tokens, where the model is small enough to run whole on the CPU; one sampled layer elsewhere.
 // And at every size: decode's logits at step t against a second prefill's at position t. With
 // --gpus=2, the same checks of the 2-GPU run (their names start "2 GPUs: "), and the 2-GPU run
-// against the 1-GPU run of the same model (check_two_gpus).
+// against the 1-GPU run of the same model (check_two_gpus). Each decode projection's GEMV against
+// cuBLAS is checked where both run, in timed.cuh (check_projections).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
