@@ -3,7 +3,8 @@
 // tokens, where the model is small enough to run whole on the CPU; one sampled layer elsewhere.
 // And at every size: decode's logits at step t against a second prefill's at position t. With
 // --gpus=2, the same checks of the 2-GPU run (their names start "2 GPUs: "), and the 2-GPU run
-// against the 1-GPU run of the same model (check_two_gpus).
+// against the 1-GPU run of the same model (check_two_gpus). Each decode projection's GEMV against
+// cuBLAS is checked where both run, in timed.cuh (check_projections).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -22,10 +23,13 @@
 // Logits against the CPU. The GPU rounds its activations to bf16 (unit roundoff u = 2^-8) 6 times
 // per layer in series (the normed input, q and k, v, the attention output, the second normed input,
 // the SwiGLU output) and twice more at the end: n = 6 L + 2 roundings, whose independent errors add
-// as sqrt(n) u = eps, the fp32 sums' rounding far below. An error of relative size eps in the final
-// normed row h moves logit v = sum_k h_k W[k][v] by at most eps sum_k |h_k W[k][v]| (every term's
-// error of one sign): each logit's bound. Over all logits the errors are not of one sign: their
-// rel-L2 is held to eps itself.
+// as sqrt(n) u = eps, the fp32 sums' rounding far below. Tensor cores' fp32 sums (cuBLAS's, and the
+// decode GEMV's from batch 5 on) may truncate, so that their errors share a sign: with 22 bits kept
+// per 16-term MMA, the K / 16 MMAs of a dot product move it by at most K / 16 2^-22 of its terms'
+// magnitudes, 2^-11 at the largest K (32768), a twentieth of eps at one layer. An error of
+// relative size eps in the final normed row h moves logit v = sum_k h_k W[k][v] by at most
+// eps sum_k |h_k W[k][v]| (every term's error of one sign): each logit's bound. Over all logits the
+// errors are not of one sign: their rel-L2 is held to eps itself.
 inline double logit_eps(int64_t layers) {
     return std::sqrt(6.0 * double(layers) + 2.0) * verify::unit_roundoff(verify::kBf16);
 }

@@ -83,7 +83,7 @@ struct Decoder {
     float* planes = nullptr;          // a decode GEMV's split-K partial sums
     float* gemv_y[2] = {};            // a decode GEMV's result, batch x N (gate/up: [1], the down GEMV reads it)
     unsigned* gemv_done = nullptr;    // its blocks' counters, one per 256 columns
-    unsigned* attn_done = nullptr;    // decodeSplit's counters, one per (sequence, KV head)
+    unsigned* attn_done = nullptr;    // decodeSplit's counters, one per (sequence, row of blocks)
     Best* best = nullptr;             // sampleTokens: each block's largest logit, [batch][sample_chunks]
     unsigned* sample_done = nullptr;  // its counters, one per sequence
     bf16 *xn = nullptr, *q = nullptr, *attn = nullptr, *act = nullptr;
@@ -245,6 +245,13 @@ inline size_t work_bytes(const Dims& m, const RunSize& r, size_t* proj_floats) {
            (32 << 20);
 }
 
+template <class F>
+static void for_hd(int64_t hd, F&& f) {
+    if (hd == 32) f(std::integral_constant<int, 32>{});
+    else if (hd == 64) f(std::integral_constant<int, 64>{});
+    else f(std::integral_constant<int, 128>{});
+}
+
 static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     const Dims& m = D.m;
     const RunSize& r = D.r;
@@ -269,14 +276,23 @@ static void make_buffers(Decoder& D, int64_t keep_rows, bool head_major) {
     D.alloc(D.d_tokens, rows * 4, 0);
     D.alloc(D.d_zero, r.batch * 4, 0);
     // Decode: the split-key attention's partials, the state the graph reads, every step's logits.
-    // Splits: at least two blocks an SM, and at most two chunks of 32 keys a block at the longest
-    // context (a block's time is its chain of chunks, one memory trip each); at most 64 (the merge).
-    const int64_t per_sm = (2 * D.sms + m.kv_heads * r.batch - 1) / (m.kv_heads * r.batch);
-    D.splits =
-        int(std::clamp<int64_t>(std::max(per_sm, (r.ctx() + 63) / 64), 1, std::min<int64_t>(64, (r.ctx() + 31) / 32)));
+    // Splits: one chunk of 32 keys for each warp of a block at the longest context (a warp's time
+    // is its chain of chunks, one memory trip each), more where that leaves fewer than two blocks
+    // an SM; at most 64 (the merge), and no more than the context has chunks. Then no more than
+    // the GPU holds at once, while that leaves a split a row: a second wave would begin its chain
+    // only as the first ends, where one more chunk a warp in the first costs one memory trip.
+    const int64_t ys = m.kv_heads * decode_slices(int(m.group())), chunks = (r.ctx() + 31) / 32;
+    const int64_t rows_of_blocks = ys * r.batch, per_sm = (2 * D.sms + rows_of_blocks - 1) / rows_of_blocks;
+    int fit = 0;  // decodeSplit's blocks an SM holds at once (its registers decide)
+    for_hd(m.hd(), [&](auto hd) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, decodeSplit<hd>, 32 * kDecodeWarps, 0));
+    });
+    const int64_t splits = std::clamp<int64_t>(std::max(per_sm, (chunks + kDecodeWarps - 1) / kDecodeWarps), 1,
+                                               std::min<int64_t>(64, chunks));
+    D.splits = int(std::min(splits, std::max<int64_t>(1, int64_t(fit) * D.sms / rows_of_blocks)));
     D.alloc(D.part_ml, size_t(r.batch) * m.heads * D.splits * 2 * 4);
     D.alloc(D.part_o, size_t(r.batch) * m.heads * D.splits * m.hd() * 4);
-    D.alloc(D.attn_done, size_t(r.batch * m.kv_heads) * 4, 0);
+    D.alloc(D.attn_done, size_t(rows_of_blocks) * 4, 0);
     D.alloc(D.best, size_t(r.batch * sample_chunks(m.vocab)) * sizeof(Best));
     D.alloc(D.sample_done, size_t(r.batch) * 4, 0);
     D.alloc(D.st.len, r.batch * 4, 0);
@@ -409,13 +425,6 @@ static Parts project(Decoder& D, Proj p, int64_t l, bool timing = false) {
     return {y.y, N};
 }
 
-template <class F>
-static void for_hd(int64_t hd, F&& f) {
-    if (hd == 32) f(std::integral_constant<int, 32>{});
-    else if (hd == 64) f(std::integral_constant<int, 64>{});
-    else f(std::integral_constant<int, 128>{});
-}
-
 // ---------------------------------------------------------------- prefill
 
 // Prefill of seq positions of every sequence (tokens in D.d_tokens, batch x seq): every layer on
@@ -492,9 +501,9 @@ static void decode_step(Decoder& D) {
     for (int64_t l = 0; l < m.layers; ++l) {
         project(D, kPQkv, l);
         for_hd(m.hd(), [&](auto hd) {
-            const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads), B);
+            const dim3 grid(unsigned(D.splits), unsigned(m.kv_heads * decode_slices(int(m.group()))), B);
             D.k("attention (split keys)", [&] {
-                launch(D.pdl, decodeSplit<hd>, grid, unsigned(32 * m.group()), D.s, D.q, D.kv(int(l)), D.st.len,
+                launch(D.pdl, decodeSplit<hd>, grid, unsigned(32 * kDecodeWarps), D.s, D.q, D.kv(int(l)), D.st.len,
                        int(m.heads), D.part_ml, D.part_o, D.attn_done, D.attn);
             });
         });

@@ -1,8 +1,8 @@
 // Lesson 24 of the course (the transformer decoder): what main.cu times, and how the report puts
-// it. Each decode projection by the GEMV and by cuBLAS (alone, and in whole steps), the prefill
-// against cuBLAS's rate on its largest GEMM, the decode loop by graph replays and by stream
-// launches against its memory bound, and one stream-launched step kernel by kernel (events around
-// every launch).
+// it. Each decode projection by the GEMV and by cuBLAS (alone, and in whole steps), the GEMV's
+// output checked against cuBLAS's whichever the step takes, the prefill against cuBLAS's rate on
+// its largest GEMM, the decode loop by graph replays and by stream launches against its memory
+// bound, and one stream-launched step kernel by kernel (events around every launch).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -19,6 +19,8 @@
 #include "common/report.h"
 #include "common/timer.h"
 #include "model.cuh"
+#include "verify/compare.h"
+#include "verify/precision.h"
 
 // cuBLAS alone on the prefill's largest GEMM (gate/up: rows x 2 mlp x d), TFLOP/s: the yardstick.
 static double cublas_tflops(Decoder& D, int64_t rows, int repeat) {
@@ -46,6 +48,69 @@ static void resume(Decoder& D, const Resume& at) {
     CUDA_CHECK(cudaMemcpyAsync(D.st.step, &at.step, 4, cudaMemcpyHostToDevice, D.s));
 }
 
+// "qkv 2048x3072": projection p by name and weight shape, K x N, as the report names it.
+static std::string proj_shape(const Dims& m, int p) {
+    return std::string(proj_name(p)) + " " + std::to_string(proj_k(m, p)) + "x" + std::to_string(proj_n(m, p));
+}
+
+// Every decode projection's GEMV (layer 0's weights, the LM head's) against cuBLAS at the run's
+// batch, every element of y, whatever the step runs: so the GEMV's path for this batch (fp32 FMAs
+// on 1, 2 or 4 rows a pass, tensor cores on 16 from 5 rows: launch_gemv) is checked in every run.
+// Both sides get the same x and W, each from scratch: the timed runs' inputs drift (the o and down
+// projections add into x; down reads whichever gate/up ran last, over which cuBLAS's down writes).
+// x: the embeddings of the first prompt tokens, as a step starts. The GEMV reads x as the step
+// does (XNormed, XRows, XSwiglu: the very bf16 values normTiles and swiglu write for cuBLAS) and
+// stores y plainly (YStore): RoPE into the cache and the residual adds come after y is complete,
+// and are checked with the logits. The o projection reads the normed x for the attention's
+// output; the down projection, SwiGLU of cuBLAS's gate/up output.
+// Tolerance: a product of two bf16 values is exact in fp32, so both sides sum the same K exact
+// terms, in different orders: fp32 FMAs round to nearest, errors that add like a random walk; an
+// MMA (cuBLAS; the GEMV from 5 rows) drops bits at each step, errors that lean one way and add
+// like the steps. Per side verify::gemm_rounded_tolerance(u, u, K, true), u = 2^-24: 2 u (the
+// stored y) + 4 u sqrt(K) + 2 u K / 4, 2.7e-4 at K = 8192; compare_two_approximations adds both
+// sides' allowances. x or W wrong in a sum (a fragment's registers swapped, a tail of k lost)
+// moves an element by about its own size.
+static void check_projections(Decoder& D, lesson::Report& report) {
+    const Dims& m = D.m;
+    const int64_t B = D.r.batch;
+    const LayerWeights& w = D.layer[0];
+    const bf16* Ws[kProjs] = {w.qkv, w.wo, w.gate_up, w.down, D.lm_head};
+    const bf16* norm[kProjs] = {w.attn_norm, nullptr, w.mlp_norm, nullptr, D.final_norm};
+    const dim3 tiles(unsigned(D.tiles()), unsigned(B));
+    residualTiles<<<tiles, kGemvCols, 0, D.s>>>(D.d_tokens, D.embed, Parts{nullptr, m.d}, D.x, D.ssq, m.d);
+    CUDA_CHECK_LAUNCH();
+    const char* path = B > 4 ? "tensor cores" : "fp32 FMAs";
+    for (int p = 0; p < kProjs; ++p) {
+        const int64_t K = proj_k(m, p), N = proj_n(m, p);
+        float *own = D.gemv_y[0], *blas = p == kPGateUp ? D.gemv_y[1] : D.proj;  // gate/up's: down's input
+        auto gemv = [&](auto x) {
+            launch_gemv(x, Ws[p], D.planes, YStore{own, N}, D.gemv_done, B, K, N, gemv_splits(B, K, N, D.sms), D.pdl,
+                        D.s);
+        };
+        if (norm[p]) {
+            const XNormed xn{D.x, norm[p], D.ssq, m.d, D.tiles()};
+            gemv(xn);
+            normTiles<<<tiles, kGemvCols, 0, D.s>>>(xn, D.xn);
+            gemm_cublas(D, D.xn, Ws[p], B, K, N, blas);
+        } else if (p == kPWo) {
+            gemv(XRows{D.xn, K});  // the Q|K|V's normed x (K = qd = d on one GPU)
+            gemm_cublas(D, D.xn, Ws[p], B, K, N, blas);
+        } else {
+            gemv(XSwiglu{D.gemv_y[1], m.mlp});
+            swiglu<<<unsigned(std::min<int64_t>(1024, (B * m.mlp + 255) / 256)), 256, 0, D.s>>>(
+                Parts{D.gemv_y[1], 2 * m.mlp}, D.act, B, m.mlp);
+            gemm_cublas(D, D.act, Ws[p], B, K, N, blas);
+        }
+        CUDA_CHECK_LAUNCH();
+        CUDA_CHECK(cudaStreamSynchronize(D.s));
+        const std::vector<float> got = to_host(own, size_t(B * N)), want = to_host(blas, size_t(B * N));
+        const double u = verify::unit_roundoff(verify::kFp32), tol = verify::gemm_rounded_tolerance(u, u, K, true);
+        report.check(verify::compare_two_approximations(got.data(), want.data(), uint64_t(got.size()), uint64_t(N), tol,
+                                                        "decode " + proj_shape(m, p) + ", own GEMV (" + path +
+                                                            ") vs cuBLAS, same x and W, every element (two-sided)"));
+    }
+}
+
 // Times every decode projection both ways at the run's batch, each as the step runs it (project:
 // the GEMV with its norm, SwiGLU and residual add folded in, or cuBLAS with the kernels around
 // it), alone, for the report; GB/s are the weights' bytes over the time (the rows of x are a few
@@ -54,7 +119,9 @@ static void resume(Decoder& D, const Resume& at) {
 // alone is not its cost in the step, where it starts behind another's tail, among its neighbours'
 // traffic (README.md, What to observe). Without `at` (one GPU of two, whose step cannot run
 // without the other's all-reduces) the kernels alone decide. The report gets the rates where one
-// is given; returns which way each projection runs, for a note.
+// is given, and then every projection's GEMV checked against cuBLAS (check_projections) before
+// the choice: a wrong GEMV fails whichever way the step goes. Returns which way each projection
+// runs, for a note.
 static std::string choose_projections(Decoder& D, int repeat, lesson::Report* report, const Resume* at) {
     const Dims& m = D.m;
     const int64_t steps = at ? std::min<int64_t>(4, D.r.tokens - 1) : 0;
@@ -70,11 +137,12 @@ static std::string choose_projections(Decoder& D, int repeat, lesson::Report* re
             D.s);
         const int64_t K = proj_k(m, p), N = proj_n(m, p);
         const double gb = double(K) * N * 2 / 1e9;
-        const std::string shape = std::string(proj_name(p)) + " " + std::to_string(K) + "x" + std::to_string(N);
+        const std::string shape = proj_shape(m, p);
         if (report) report->variant("decode " + shape + ", own GEMV", ms[0], gb / (ms[0] / 1e3), "GB/s");
         if (report) report->variant("decode " + shape + ", cuBLAS", ms[1], gb / (ms[1] / 1e3), "GB/s");
         D.blas_for[p] = ms[1] < ms[0];  // timing p sets only blas_for[p]
     }
+    if (report) check_projections(D, *report);
     for (int p = 0; p < kProjs && at; ++p) {
         const std::vector<double> step_ms = lesson::time_interleaved_ms(
             repeat, 2,

@@ -7,7 +7,9 @@
 // of a column tile to finish (a counter per tile) adds the tile's planes in a fixed order and hands
 // each finished row to an epilogue (into y, or the Q|K|V projection's RoPE and cache writes):
 // one kernel, no atomics on the data, the same bits every run, and the counters left at zero for
-// the next launch (or the next replay of the graph).
+// the next launch (or the next replay of the graph). Up to 4 rows of x, each load of W is used by
+// every row with fp32 FMAs; from 5 rows on, 16 rows at a time go through tensor cores (lesson 20's
+// mma.sync), so that W is streamed once for a batch of up to 16 (planes_mma).
 // Run: ./build/bin/transformer_decoder   (README.md is the handout)
 #pragma once
 #include <algorithm>
@@ -16,12 +18,14 @@
 #include <cuda_bf16.h>
 
 #include "common/check.h"
+#include "common/ptx.cuh"
 #include "elementwise.cuh"
 #include "pdl.cuh"
 
 constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 256 columns
 
 constexpr int kGemvMaxRows = 64;  // the largest batch (problem.cuh)
+constexpr int kGemvMmaRows = 16;  // rows of x per pass of W on tensor cores: the MMA's M
 
 // Where the GEMV's x comes from: rows of bf16 (x[b][k]); the RMSNorm of the fp32 residual stream,
 // normalized as it is read (XNormed); or the SwiGLU of the gate/up projection's fp32 output,
@@ -98,16 +102,96 @@ struct XSwiglu {
     }
 };
 
+// The block's plane from tensor cores, 16 rows of x at a time: mma_m16n8k16 (common/ptx.cuh),
+// D (16 x 8, fp32) += A (16 x 16) B (16 x 8), A = 16 rows of x by 16 values of k (zero past the
+// batch and past the block's share of K), B = 16 rows of W by 8 columns. Warp w takes 64 of the
+// tile's 256 columns (w % 4) and every other step of 16 rows of the share (w / 4). Lane (g, t) =
+// (lane / 4, lane % 4) must hold B's pairs (k 2t, 2t + 1) and (k 2t + 8, 2t + 9) of one column n = g.
+// An MMA's n is only a label: lane (g, t) loads, 16 bytes each as the FMA kernel does, columns
+// 8g..8g + 7 of the warp's 64 from the four rows its pairs need, and MMA j (j = 0..7) takes column
+// 8g + j as its n = g: a byte permute joins the two rows of a pair in one register. The transpose
+// B wants stays inside the lane, with no trip through shared memory (ldmatrix .trans) for bytes
+// that are used once. A load instruction reads 128 contiguous bytes of each of 4 rows. MMA j's
+// outputs, rows g and g + 8 at n = 2t and 2t + 1, are columns 16t + j and 16t + 8 + j: over j, 16
+// contiguous columns a lane. Warps 4-7 hand their sums to warps 0-3 (xch, 16 KB of shared memory),
+// which add them (in that order, every run) and store the 16 rows' plane.
+template <class X>
+__device__ __forceinline__ void planes_mma(const X& x, const bf16* W, float* plane, float4* xch, int64_t B, int64_t k0,
+                                           int64_t k1, int64_t N) {
+#if defined(PTX_SM80)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t col = int64_t(blockIdx.x) * kGemvCols + (warp % 4) * 64;  // the warp's first column
+    // Two values of x, k and k + 1, in one register as A wants them: exact, as every X gives bf16 values.
+    auto x2 = [&](int64_t b, int64_t k) {
+        const float lo = b < B && k < k1 ? x(b, k) : 0.0f, hi = b < B && k + 1 < k1 ? x(b, k + 1) : 0.0f;
+        const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&v);
+    };
+    for (int64_t b0 = 0; b0 < B; b0 += kGemvMmaRows) {
+        float acc[8][4] = {};
+#pragma unroll 2
+        for (int64_t k = k0 + 16 * (warp / 4); k < k1; k += 32) {
+            uint4 w[4];  // rows k + 2t, k + 2t + 1, k + 2t + 8, k + 2t + 9 at columns 8g..8g + 7
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int64_t r = k + 2 * t + (i & 1) + 8 * (i >> 1);
+                w[i] = col + 8 * g < N && r < k1
+                           ? __ldg(reinterpret_cast<const uint4*>(W + size_t(r) * N + col + 8 * g))
+                           : make_uint4(0, 0, 0, 0);
+            }
+            const uint32_t a[4] = {x2(b0 + g, k + 2 * t), x2(b0 + g + 8, k + 2 * t), x2(b0 + g, k + 2 * t + 8),
+                                   x2(b0 + g + 8, k + 2 * t + 8)};
+            const uint32_t* w32 = reinterpret_cast<const uint32_t*>(w);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t half = j % 2 ? 0x7632 : 0x5410;  // column j: the high or low halves of word j / 2
+                mma_m16n8k16(acc[j], a, __byte_perm(w32[j / 2], w32[4 + j / 2], half),
+                             __byte_perm(w32[8 + j / 2], w32[12 + j / 2], half));
+            }
+        }
+        float4* mine = xch + (warp % 4) * 8 * 32 + lane;  // [warp % 4][8 float4][lane]: no bank conflicts
+        if (warp >= 4) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) mine[j * 32] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+        }
+        __syncthreads();
+        if (warp < 4) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const float4 o = mine[j * 32];
+                acc[j][0] += o.x, acc[j][1] += o.y, acc[j][2] += o.z, acc[j][3] += o.w;
+            }
+            // acc[j][e]: row g + 8 (e / 2) of the group, column 16t + 8 (e % 2) + j of the warp's.
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int64_t b = b0 + g + 8 * (e / 2), c = col + 16 * t + 8 * (e % 2);
+                if (b >= B || c >= N) continue;
+                float4* p = reinterpret_cast<float4*>(plane + size_t(b) * N + c);
+                p[0] = make_float4(acc[0][e], acc[1][e], acc[2][e], acc[3][e]);
+                p[1] = make_float4(acc[4][e], acc[5][e], acc[6][e], acc[7][e]);
+            }
+        }
+        __syncthreads();  // warps 0-3 have read xch before warps 4-7 write the next group's
+    }
+#else
+    __trap();
+#endif
+}
+
 // planes[split][b][n] = sum over k in split's share of K of x[b][k] W[k][n], BT rows of x at a
-// time; then y[b][n] = the sum of the planes, by the tile's last block. done[tile]: zero on entry.
+// time (BT = kGemvMmaRows: on tensor cores, planes_mma); then y[b][n] = the sum of the planes, by
+// the tile's last block. done[tile]: zero on entry.
 // The first pf_rows rows of the block's share of W are sent to L2 before the kernel waits for the
 // one before it (pdl.cuh): W depends on nothing, so its stream starts while that kernel finishes.
 // At batch 1, five blocks fit an SM (48 registers a thread): the grid's four and one of the next.
 template <int BT, class X, class E>
-__global__ void __launch_bounds__(kGemvWarps * 32, BT == 1 ? 5 : 1)
+__global__ void __launch_bounds__(kGemvWarps * 32, BT == 1              ? 5
+                                                   : BT == kGemvMmaRows ? 2
+                                                                        : 1)
     gemvSplitK(X x, const bf16* W, float* planes, E epilogue, unsigned* done, int64_t B, int64_t K, int64_t N,
                int pf_rows) {
-    __shared__ float red[kGemvWarps][BT][kGemvCols];
+    // At BT = kGemvMmaRows: warps 4-7's sums for warps 0-3 (planes_mma), 16 KB; the merge uses a row a warp.
+    __shared__ __align__(16) float red[kGemvWarps][BT == kGemvMmaRows ? 2 : BT][kGemvCols];
     __shared__ float row[kGemvCols], scale[kGemvMaxRows], warp_sq[kGemvWarps];
     __shared__ bool last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -122,37 +206,41 @@ __global__ void __launch_bounds__(kGemvWarps * 32, BT == 1 ? 5 : 1)
     x.prepare(scale, B);
     __syncthreads();
     float* plane = planes + size_t(blockIdx.y) * B * N;
-    for (int64_t b0 = 0; b0 < B; b0 += BT) {
-        float acc[BT][8] = {};
-        if (col < N) {
+    if constexpr (BT == kGemvMmaRows) {
+        planes_mma(x, W, plane, reinterpret_cast<float4*>(&red[0][0][0]), B, k0, k1, N);
+    } else {
+        for (int64_t b0 = 0; b0 < B; b0 += BT) {
+            float acc[BT][8] = {};
+            if (col < N) {
 #pragma unroll 4
-            for (int64_t k = k0 + warp; k < k1; k += kGemvWarps) {
-                const uint4 raw = __ldg(reinterpret_cast<const uint4*>(W + size_t(k) * N + col));
-                const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+                for (int64_t k = k0 + warp; k < k1; k += kGemvWarps) {
+                    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(W + size_t(k) * N + col));
+                    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
-                for (int bi = 0; bi < BT; ++bi) {
-                    const float xv = b0 + bi < B ? x(b0 + bi, k) : 0.0f;
+                    for (int bi = 0; bi < BT; ++bi) {
+                        const float xv = b0 + bi < B ? x(b0 + bi, k) : 0.0f;
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        const float2 wf = __bfloat1622float2(w2[j]);
-                        acc[bi][2 * j] += xv * wf.x;
-                        acc[bi][2 * j + 1] += xv * wf.y;
+                        for (int j = 0; j < 4; ++j) {
+                            const float2 wf = __bfloat1622float2(w2[j]);
+                            acc[bi][2 * j] += xv * wf.x;
+                            acc[bi][2 * j + 1] += xv * wf.y;
+                        }
                     }
                 }
             }
-        }
 #pragma unroll
-        for (int bi = 0; bi < BT; ++bi)
+            for (int bi = 0; bi < BT; ++bi)
 #pragma unroll
-            for (int j = 0; j < 8; ++j) red[warp][bi][lane * 8 + j] = acc[bi][j];
-        __syncthreads();
-        const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
-        for (int bi = 0; bi < BT; ++bi) {
-            float s = 0.0f;
-            for (int w = 0; w < kGemvWarps; ++w) s += red[w][bi][threadIdx.x];
-            if (c < N && b0 + bi < B) plane[size_t(b0 + bi) * N + c] = s;
+                for (int j = 0; j < 8; ++j) red[warp][bi][lane * 8 + j] = acc[bi][j];
+            __syncthreads();
+            const int64_t c = int64_t(blockIdx.x) * kGemvCols + threadIdx.x;
+            for (int bi = 0; bi < BT; ++bi) {
+                float s = 0.0f;
+                for (int w = 0; w < kGemvWarps; ++w) s += red[w][bi][threadIdx.x];
+                if (c < N && b0 + bi < B) plane[size_t(b0 + bi) * N + c] = s;
+            }
+            __syncthreads();
         }
-        __syncthreads();
     }
     // The threadfence reduction: this block's plane is visible before its count is, so the block
     // that counts last sees every plane (read from L2: __ldcg, past this SM's L1).
@@ -226,5 +314,6 @@ void launch_gemv(X x, const bf16* W, float* planes, E epilogue, unsigned* done, 
     const unsigned t = kGemvWarps * 32;
     if (B == 1) launch(overlap, gemvSplitK<1, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
     else if (B == 2) launch(overlap, gemvSplitK<2, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
-    else launch(overlap, gemvSplitK<4, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
+    else if (B <= 4) launch(overlap, gemvSplitK<4, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
+    else launch(overlap, gemvSplitK<kGemvMmaRows, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
 }
