@@ -1,9 +1,9 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder), part 3: the FP8 rungs. Their own problem
 // (A and B^T quantized to E4M3 by the host twice: one scale per tensor for rung 12, block scales
-// for rung 14), their checks against a CPU reference of the quantized operands, and their
+// for rungs 14 and 15), their checks against a CPU reference of the quantized operands, and their
 // yardsticks: cuBLASLt's FP8 matmul of the same codes and scales (per tensor, in the call lesson
-// 19 makes, and block-scaled), timed in turns with the rungs; rung 14 also against rung 12.
-// Run: ./build/bin/tensor_core_gemm --rung=12,14   (README.md is the handout, "Rung 12", "Rung 14")
+// 19 makes, and block-scaled), timed in turns with the rungs; rungs 14-15 also against rung 12.
+// Run: ./build/bin/tensor_core_gemm --rung=12,14,15   (README.md is the handout, "Rung 12", "Rung 14", "Rung 15")
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -25,6 +25,7 @@
 #include "verify/precision.h"
 
 #include "kernels/14_fp8_block_scaled.cuh"
+#include "kernels/15_fp8_overlapped_promotion.cuh"
 #include "problem.cuh"
 #include "timed.cuh"  // Best, kCublasOut
 
@@ -41,7 +42,7 @@ inline double fp8_tol(int K) {
     return verify::gemm_tolerance(0.0, verify::unit_roundoff(verify::kFp32), u_acc, K) + 2.0 * u_acc * K / 32.0;
 }
 
-// Rung 14 promotes each k-tile's sum into fp32 registers (kernels/14_fp8_block_scaled.cuh), so
+// Rungs 14 and 15 promote each k-tile's sum into fp32 registers (kernels/14_fp8_block_scaled.cuh), so
 // the MMA's short accumulator holds only 128 products at a time. Against a reference of the
 // same codes and block scales in double, what is left: within a k-tile, the round-to-nearest
 // terms of verify::gemm_tolerance at K = 128 (fp32 out; u_acc 2^-14 over 128 products) and the
@@ -63,7 +64,7 @@ constexpr size_t kLtWorkspace = size_t(32) << 20;  // cuBLASLt's scratch, as les
 // One FP8 problem: A (M x K) and B^T (N x K) as E4M3 codes, on the host and the device, their
 // dequantization scales (amax / 448; on the device A's at [0], B^T's at [4]: 16-byte aligned,
 // as cuBLASLt wants them), C, and TMA descriptors of 64 x 128-byte boxes. Beside them the block-
-// scaled problem of rung 14 (suffix b): its own codes, A's scales sa_b[kt * M + m] (one per row
+// scaled problem of rungs 14 and 15 (suffix b): its own codes, A's scales sa_b[kt * M + m] (one per row
 // and k-tile) and B^T's sb_b[nb * ldk + kt] (one per 128 x 128 block; ldk = K / 128 rounded up to
 // 4), in the layouts of cuBLASLt's VEC128 and BLK128x128 modes.
 struct Fp8Problem {
@@ -278,13 +279,13 @@ static void run_lt(cublasLtHandle_t lt, const LtPlan& plan, void* C, void* works
 }
 
 // What part 3 needs besides the Context: cuBLASLt, its workspace, and the FP8 rungs that run
-// (rung 12 among them wherever rung 14 is: its per-tensor rate is rung 14's yardstick).
+// (rung 12 among them wherever rung 14 or 15 is: its per-tensor rate is their yardstick).
 struct Fp8Context {
     cublasLtHandle_t lt;
     void* workspace;
     const std::vector<const Rung*>& rungs;
 };
-static bool block_scaled(const Rung* r) { return r->launch8 == rung14::launch; }
+static bool block_scaled(const Rung* r) { return r->launch8 == rung14::launch || r->launch8 == rung15::launch; }
 
 // Rows checked against the CPU: every row of a timed shape up to 2^27 multiply-adds, of a
 // checked one up to 2^30 (1024^3); else at a timed shape 16 rows spread over M (every element is
@@ -310,15 +311,15 @@ static std::vector<float> gather_rows(const std::vector<float>& C, const std::ve
     return got;
 }
 
-// Part 3 at one shape, for each scaling (per tensor: rung 12; block scales: rung 14) whose
+// Part 3 at one shape, for each scaling (per tensor: rung 12; block scales: rungs 14, 15) whose
 // rungs fit it: cuBLASLt (fp32 C) and those rungs against the CPU (the rows of fp8_rows), each
 // rung against cuBLASLt every element (two fp32 results); if `timed`, cuBLASLt with fp32 C and
 // with bf16 C and the rungs of both scalings timed interleaved, each rung against the faster
 // cuBLASLt of its scaling, and rung 14 against rung 12 (the target, from 4096^3 up). cuBLASLt
 // with block scales is left out where this cuBLAS has no algorithm for it (a note says so);
-// rung 14's row is then against rung 12. Returns the best rung of the first chosen rung's
-// scaling, as time_shape does; `inject` corrupts the last result checked. Without `lt` cuBLASLt
-// is left out (racecheck reports hazards inside its larger kernels: checks.cuh).
+// the rows of rungs 14 and 15 are then against rung 12. Returns the best rung of the first
+// chosen rung's scaling, as time_shape does; `inject` corrupts the last result checked. Without
+// `lt` cuBLASLt is left out (racecheck reports hazards inside its larger kernels: checks.cuh).
 static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t seed, bool lt, bool timed, bool inject) {
     std::vector<const Rung*> here[2];  // the rungs that fit the shape: [0] per-tensor scales, [1] block scales
     for (const Rung* r : f.rungs)
@@ -351,7 +352,7 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
                               __LINE__);
         if (blocks && !plans[kind][0].found)
             c.report.note("cuBLASLt has no block-scaled FP8 algorithm (VEC128 A, BLK128x128 B) with fp32 C at " +
-                          s.text() + " here: rung 14 is checked against the CPU alone and timed against rung 12");
+                          s.text() + " here: rungs 14-15 are checked against the CPU alone and timed against rung 12");
         const bool lt_here = lt && plans[kind][0].found;
         lts[kind] = lt_here ? (plans[kind][1].found ? 2 : 1) : 0;
         const std::string lt_name = std::string("cuBLASLt FP8") + (blocks ? " block-scaled" : "");
@@ -404,7 +405,7 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
         const double flop = 2.0 * double(s.M) * s.N * s.K, ab_bytes = double(s.a() + s.b());
         const auto tflops = [&](double t_ms) { return flop / (t_ms * 1e9); };
         const std::string small = lesson::small_gemm_note(s.M, s.N, c.prop);
-        double rate12 = 0;  // the fastest per-tensor rung: rung 14's yardstick
+        double rate12 = 0;  // the fastest per-tensor rung: the block-scaled rungs' yardstick
         for (size_t i = 0; i < here[0].size(); ++i)
             rate12 = std::max(rate12, tflops(ms[size_t(first[0] + lts[0]) + i]));
         const int key_kind = block_scaled(f.rungs.front()) ? 1 : 0;
@@ -446,14 +447,14 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
                     b.tflops = tflops(r_ms);
                     b.name = here[kind][i]->name;
                 }
+                // A floor under what rung 14 reaches against the per-tensor rate, timed in the same turns
+                // (README.md, rung 14's section).
+                if (here[kind][i]->launch8 == rung14::launch && rate12 > 0 && flop >= 2.0 * 4096.0 * 4096.0 * 4096.0)
+                    c.report.target("rung 14 (block scales) vs rung 12 (per-tensor scales) at " + s.text(),
+                                    tflops(r_ms) / rate12, 0.55, "x");
             }
             b.fraction = b.tflops / yard;
             if (kind == key_kind) best = b;
-            // A floor under what rung 14 reaches against the per-tensor rate, timed in the same turns
-            // (README.md, rung 14's section).
-            if (kind == 1 && rate12 > 0 && flop >= 2.0 * 4096.0 * 4096.0 * 4096.0)
-                c.report.target("rung 14 (block scales) vs rung 12 (per-tensor scales) at " + s.text(),
-                                b.tflops / rate12, 0.55, "x");
         }
     }
     for (int kind = 0; kind < 2; ++kind) {
@@ -467,8 +468,8 @@ static Best fp8_shape(Context& c, Fp8Context& f, const Shape& shape, uint64_t se
 }
 
 // Part 3: the FP8 rungs against the CPU at three shapes (the first of the CPU-checked ones, a
-// non-square one with K = 384, three k-tiles, and one with more pieces of 256 x 256 (rung 14:
-// 256 x 128) than the grid has clusters, as part 1b for rungs 10 and 11), then at every timed shape against
+// non-square one with K = 384, three k-tiles, and one with more pieces of 256 x 256 (rungs 14,
+// 15: 256 x 128) than the grid has clusters, as part 1b for rungs 10 and 11), then at every timed shape against
 // cuBLASLt and timed (those an FP8 rung fits). Returns the best at the key shape (the first timed one, or 4096^3) and
 // sets its text ("name' rate at shape", as main.cu's key result quotes it) and small-shape note.
 static Best fp8_part(Context& c, Fp8Context& f, const Shape& first_check, const Shape& second_check,
@@ -509,4 +510,10 @@ static void fp8_notes(lesson::Report& report, const std::vector<const Rung*>& ru
             "accumulator at a time (fp8_block_tol); yardsticks: cuBLASLt's block-scaled FP8 matmul of the same "
             "codes and scales (VEC128 and BLK128x128 modes), where this cuBLAS has it, and rung 12's per-tensor "
             "rate, timed in turns (target: 0.55x of it from 4096^3 up)");
+    const auto overlapped = [](const Rung* r) { return r->launch8 == rung15::launch; };
+    if (std::any_of(rungs.begin(), rungs.end(), overlapped))
+        report.note(
+            "rung 15: rung 14 with two sets of k-tile accumulators used in turn, so that each k-tile's sum is "
+            "promoted while the next k-tile's wgmmas run (wgmma_wait<1> instead of <0>); the same problem, "
+            "checks, tolerance and yardsticks as rung 14, and its promotion, the same roundings in the same order");
 }

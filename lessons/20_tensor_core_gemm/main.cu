@@ -3,19 +3,19 @@
 // Run: ./build/bin/tensor_core_gemm [--rung=N[,N]] [--sizes=1024,2048,4096,8192]   (README.md is the handout)
 //
 // C = A * B, row-major, A (M x K) and B (K x N) in bf16, C (M x N) in fp32, accumulated in fp32 on
-// the tensor cores. Fourteen rungs in kernels/N_name.cuh, one file each with its launcher, so that
+// the tensor cores. Fifteen rungs in kernels/N_name.cuh, one file each with its launcher, so that
 // a diff of two neighbouring files shows one idea: WMMA (1-2), mma.sync + ldmatrix (3), a swizzle
 // and a cp.async pipeline (4), and on Hopper (sm_90a only) wgmma from thread-written shared memory
 // (5), fed by TMA (6), two consumer warpgroups (7), a producer warpgroup (8), a cluster with TMA
 // multicast (9), a persistent grid (10), one wgmma group kept in flight (11), FP8 E4M3 operands
-// with one scale per tensor (12), rung 11 for any M and N (13), and FP8 with block scales promoted
-// per k-tile (14). This file is the host side:
+// with one scale per tensor (12), rung 11 for any M and N (13), FP8 with block scales promoted
+// per k-tile (14), and that promotion while the next k-tile's wgmmas run (15). This file is the host side:
 // flags, the rung table, and the parts in order: the checks against a double-precision CPU
 // reference (checks.cuh: 1024^3 and three more shapes), then at every timed size each rung that
 // fits it against cuBLAS's fp32 C element by element, and all of them timed in turns with cuBLAS
 // in its two configurations (fp32 C and bf16 C; the faster is the yardstick): timed.cuh. The
-// problem on the device, cuBLAS's calls and the shape flags: problem.cuh. Rungs 12 and 14 have
-// their own problem, checks and yardsticks (cuBLASLt FP8, and rung 12 for rung 14): fp8.cuh, part 3.
+// problem on the device, cuBLAS's calls and the shape flags: problem.cuh. The FP8 rungs (12, 14,
+// 15) have their own problem, checks and yardsticks (cuBLASLt FP8, and rung 12 for 14-15): fp8.cuh, part 3.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -45,6 +45,7 @@
 #include "kernels/12_fp8_per_tensor.cuh"
 #include "kernels/13_any_shape.cuh"
 #include "kernels/14_fp8_block_scaled.cuh"
+#include "kernels/15_fp8_overlapped_promotion.cuh"
 #include "kernels/1_wmma_naive.cuh"
 #include "kernels/2_wmma_smem.cuh"
 #include "kernels/3_mma_sync.cuh"
@@ -62,8 +63,8 @@
 
 // The ladder, one row per rung: name, launcher, the multiples M, N and K must be, and what it
 // needs from the GPU (common/needs.h): rungs 1-4 bf16 tensor cores (cc 8.0) in an sm_80 or newer
-// image, rungs 5-14 an sm_90a image on a Hopper GPU (9-14 also clusters); each its dynamic shared
-// memory per block. Rungs 12 and 14 take FP8 operands: their launcher is the row's last field.
+// image, rungs 5-15 an sm_90a image on a Hopper GPU (9-15 also clusters); each its dynamic shared
+// memory per block. Rungs 12, 14 and 15 take FP8 operands: their launcher is the row's last field.
 // Rung 13 takes any M and N (multiples of 1) and K a multiple of 8.
 static lesson::Needs sm80(size_t smem) { return {80, "bf16 WMMA and mma.sync", 800, false, false, smem, ""}; }
 static lesson::Needs sm90a(size_t smem, bool clusters) { return {0, "", 0, true, clusters, smem, ""}; }
@@ -82,6 +83,7 @@ static const Rung kLadder[] = {
     {"12 FP8 E4M3, one scale per tensor", nullptr, 256, 256, 128, sm90a(rung12::kSmemBytes, true), rung12::launch},
     {"13 any M and N", rung13::launch, 1, 1, 8, sm90a(rung13::kSmemBytes, true)},
     {"14 FP8 E4M3, block scales", nullptr, 256, 128, 128, sm90a(rung14::kSmemBytes, true), rung14::launch},
+    {"15 block scales, promotion overlapped", nullptr, 256, 128, 128, sm90a(rung15::kSmemBytes, true), rung15::launch},
 };
 constexpr int kRungs = int(std::size(kLadder));
 
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
     std::string sizes, rungs = "0";
     lesson::Cli cli("tensor_core_gemm",
                     "bf16 GEMM C = A*B (fp32 accumulate and output, row-major): twelve hand-written tensor-core rungs "
-                    "against cublasGemmEx, and two FP8 E4M3 rungs against cuBLASLt.");
+                    "against cublasGemmEx, and three FP8 E4M3 rungs against cuBLASLt.");
     lesson::add_common_flags(cli, opt);
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 512);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 512);
@@ -205,7 +207,7 @@ int main(int argc, char** argv) {
     report.bound("BF16 tensor-core peak from the SM clock", peak, "TFLOP/s", lesson::Roof::Compute);
     report.timing(std::string(lesson::kTimingMethod) +
                   "; at each shape cuBLAS (fp32 C, bf16 C) and every bf16 rung interleaved, one sample of each in "
-                  "turn (lesson::time_interleaved_ms); rungs 12 and 14 likewise with cuBLASLt FP8 (fp32 C, bf16 C) "
+                  "turn (lesson::time_interleaved_ms); the FP8 rungs likewise with cuBLASLt FP8 (fp32 C, bf16 C) "
                   "of their scaling, and with each other");
     std::string best, best_yardstick = "cuBLAS BF16";
     double best_fraction = NAN;
@@ -227,9 +229,9 @@ int main(int argc, char** argv) {
         }
     }
 
-    // Part 3: the FP8 rungs against the CPU and cuBLASLt, timed in turns with it (fp8.cuh). Rung 14
-    // brings rung 12 along (the same needs, so the gate passed it too): its rate is rung 14's yardstick.
-    if (std::find(fp8.begin(), fp8.end(), &kLadder[13]) != fp8.end() &&
+    // Part 3: the FP8 rungs against the CPU and cuBLASLt, timed in turns with it (fp8.cuh). Rungs 14
+    // and 15 bring rung 12 along (the same needs, so the gate passed it too): its rate is their yardstick.
+    if (std::any_of(fp8.begin(), fp8.end(), block_scaled) &&
         std::find(fp8.begin(), fp8.end(), &kLadder[11]) == fp8.end())
         fp8.push_back(&kLadder[11]);
     if (!fp8.empty()) {

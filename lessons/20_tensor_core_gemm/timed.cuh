@@ -139,10 +139,10 @@ static void add_notes(lesson::Report& report, bool any_sm90a) {
         "bytes); each ratio is against the faster of the two at its shape, the one the against column names");
     report.note(
         "shapes: rungs 1-2 take M, N, K multiples of 16 (edge tiles load zeros, edge fragments are not "
-        "stored); rungs 3-12 and 14 have no edge code and need the multiples in the rung table (all rungs together: "
-        "M, N multiples of 256, K of 128); rung 13 takes any M and N and K a multiple of 8 (TMA fills the edges "
-        "with zeros, the epilogue stores only inside C; B's rows lie N rounded up to 8 elements apart on the "
-        "device, for cuBLAS too); other shapes are rejected with exit 2");
+        "stored); rungs 3-12, 14 and 15 have no edge code and need the multiples in the rung table (all rungs "
+        "together: M, N multiples of 256, K of 128); rung 13 takes any M and N and K a multiple of 8 (TMA fills "
+        "the edges with zeros, the epilogue stores only inside C; B's rows lie N rounded up to 8 elements apart "
+        "on the device, for cuBLAS too); other shapes are rejected with exit 2");
     report.note(
         "timed shapes compare each rung that fits them with cuBLAS's fp32 output, every element; cuBLAS is "
         "checked against the CPU on sampled rows (all rows for small shapes)");

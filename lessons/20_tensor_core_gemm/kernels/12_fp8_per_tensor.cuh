@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 12 of 14: FP8 operands, one scale per tensor.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 12 of 15: FP8 operands, one scale per tensor.
 //
 // Before: rung 11: bf16 A (M x K) and B (K x N), wgmma k = 16, B read N-major.
 // Here:   A and B in FP8 E4M3, one byte an element, each tensor quantized by the host with one

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 13 of 14: rung 11 for any M and N.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 13 of 15: rung 11 for any M and N.
 //
 // Before: rung 11 (rung 12 is its FP8 variant): M and N multiples of 256, K of 64, no edge code.
 // Here:   any M >= 1 and N >= 1, K a multiple of 8. Three changes, none inside the k loop:

@@ -1,4 +1,4 @@
-// Lesson 20 of the course (the tensor-core GEMM ladder), rung 14 of 14: FP8 operands with block scales.
+// Lesson 20 of the course (the tensor-core GEMM ladder), rung 14 of 15: FP8 operands with block scales.
 //
 // Before: rung 12: FP8 E4M3 A and B^T, one scale per tensor applied once, in the epilogue.
 // Here:   fine-grained scales: one for every 1 x 128 strip of A (a row, one k-tile) and one for
@@ -25,7 +25,7 @@
 //         (sb[nb * ldk + kt], ldk = K / 128 rounded up to 4): the layouts cuBLASLt's block
 //         modes read too.
 // Lacks:  the tensor cores wait while a warpgroup promotes and while both store; README.md, "Rung 14".
-// Next:   lesson 21 (attention).
+// Next:   rung 15 promotes each k-tile while the next one runs (diff kernels/14_* kernels/15_*).
 // Run:    ./build/bin/tensor_core_gemm --rung=14
 // Shapes: M a multiple of 256, N of 128, K of 128.
 #pragma once

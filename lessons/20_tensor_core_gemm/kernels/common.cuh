@@ -1,12 +1,12 @@
 // Lesson 20 of the course (the tensor-core GEMM ladder): what the rungs share.
 //
-// Every rung (kernels/N_name.cuh, N = 1..14) is self-contained, so that `diff` of two
+// Every rung (kernels/N_name.cuh, N = 1..15) is self-contained, so that `diff` of two
 // neighbours shows one idea. Only what does not change lives here: the problem a launcher
-// gets (Gemm; Fp8Gemm for rungs 12 and 14), the TMA descriptors of its swizzled tiles (make_tensor_map,
+// gets (Gemm; Fp8Gemm for rungs 12, 14 and 15), the TMA descriptors of its swizzled tiles (make_tensor_map,
 // host code; lesson 24 builds its prefill's with it too), the wgmma descriptors of this lesson's
 // bf16 tiles and the store of a wgmma accumulator. The thin PTX wrappers the rungs call (ldmatrix, mma.sync,
-// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-14; the FP8
-// wgmmas of rungs 12 and 14 are in their own files) are common/ptx.cuh, shared with
+// cp.async: rungs 3-5; mbarrier, TMA, wgmma, setmaxnreg, clusters: rungs 5-15; the FP8
+// wgmmas of rungs 12, 14 and 15 are in their own files) are common/ptx.cuh, shared with
 // lesson 21; the sm_90a ones exist only in an sm_90a image (PTX_SM90A), elsewhere the rungs
 // that use them compile to a trap and main.cu's gate skips them.
 // Run the ladder: ./build/bin/tensor_core_gemm (or --rung=N); README.md explains every line.
@@ -33,7 +33,7 @@ struct Gemm {
 
 // The FP8 rungs' product: A (M x K) and B^T (N x K), both row-major FP8 E4M3 codes behind TMA
 // descriptors of 64 x 128-byte boxes. Rung 12: C (M x N, fp32) = scale * (A B), scale = sa * sb.
-// Rung 14: block scales on the device instead, scale_a[kt * M + m] for A's 1 x 128 strips and
+// Rungs 14 and 15: block scales on the device instead, scale_a[kt * M + m] for A's 1 x 128 strips and
 // scale_b[nb * ldk + kt] for B's 128 x 128 blocks (ldk: K / 128 rounded up to a multiple of 4).
 struct Fp8Gemm {
     int M, N, K;
@@ -76,7 +76,7 @@ inline CUtensorMap make_tensor_map(PFN_cuTensorMapEncodeTiled_v12000 encode, con
 }
 
 #if defined(PTX_SM90A)
-// ------------------------------------------------------------------ sm_90a: rungs 5-14
+// ------------------------------------------------------------------ sm_90a: rungs 5-15
 
 // Descriptors of the 64 x 64 boxes in the 128-byte swizzle that TMA writes (rung 5's threads write
 // the same layout); make_desc in common/ptx.cuh, README.md derives the fields.
