@@ -14,6 +14,9 @@
 //               partition camping; measured here, not assumed)
 //   5 wide      64x64 tiles, 16-byte loads and stores, 16 floats per thread:
 //               four times the bytes in flight per thread
+//   control     rung 3's 32x32 tile and 4 floats per thread with rung 5's 16-byte accesses
+//               (kernels/control.cuh), not a rung: timed in turns with rungs 3 and 5, it splits
+//               rung 5's gain into the float4 accesses and the wider tile
 // Every element of every rung is compared with a CPU transpose, exactly (tolerance 0: a
 // transpose only moves values).
 #include <cmath>
@@ -39,6 +42,7 @@
 #include "kernels/2_tiled.cuh"
 #include "kernels/4_diagonal.cuh"
 #include "kernels/5_wide.cuh"
+#include "kernels/control.cuh"
 #include "kernels/copy.cuh"
 
 // The ladder, one row per rung: its name, whether its output is the transpose
@@ -56,9 +60,11 @@ constexpr Rung kRungs[] = {
     {"3 tiled 32x33 (padded)", true, launch_tiled<1>},
     {"4 padded, diagonal block order", true, launch_diagonal},
     {"5 wide: 64x65 tile, float4, 16/thread", true, launch_wide},
+    {"control: 32x33 tile, float4, 4/thread", true, launch_float4_tile},
 };
 constexpr size_t kRungCount = std::size(kRungs);
-constexpr size_t kFirstRung = 2;  // kRungs[k] is rung k - 1 from here on; before it, the copies
+constexpr size_t kFirstRung = 2;             // kRungs[k] is rung k - 1 from here on; before it, the copies
+constexpr size_t kControl = kRungCount - 1;  // the last row, rung 5's control: checked and timed, never the best rung
 
 // --rung=R runs rung R alone beside the float4 copy it is measured against (0: every row of kRungs).
 static bool selected(int64_t rung_only, size_t k) {
@@ -75,8 +81,8 @@ int main(int argc, char** argv) {
     cli.add_int("rows", &rows, 1, int64_t(1) << 20, "rows of the input matrix", 1000);
     cli.add_int("cols", &cols, 1, int64_t(1) << 20, "columns of the input matrix", 1016);
     int64_t rung_only = 0;
-    cli.add_int("rung", &rung_only, 0, int64_t(kRungCount - kFirstRung),
-                "run and check one rung alone, beside the float4 copy (0: every rung)");
+    cli.add_int("rung", &rung_only, 0, int64_t(kControl - kFirstRung),
+                "run and check one rung alone, beside the float4 copy (0: every rung and the control)");
     cli.parse_or_exit(argc, argv);
 
     const size_t N = static_cast<size_t>(rows) * static_cast<size_t>(cols);
@@ -158,20 +164,35 @@ int main(int argc, char** argv) {
         if (std::isnan(naive_ms)) std::printf("%9s\n", "-");
         else std::printf("%8.2fx\n", naive_ms / ms[k]);
         report.variant_bound(r.name, ms[k], gbps[k], "GB/s", dram.gbps, "DRAM bound", in_l2);
+        if (k == kControl) continue;
         if (r.transposes && rung_only == 0)
             report.metric(std::string("speedup over naive: ") + r.name, naive_ms / ms[k], "x");
         if (r.transposes && gbps[k] > gbps[best]) best = k;
+    }
+    // Rung 5's gain over rung 3 in two steps, the three kernels timed in turns: rung 3 -> control is the float4
+    // accesses alone, control -> rung 5 the 64x64 tile with 16 floats per thread (and its 16x16 block).
+    if (rung_only == 0) {
+        const size_t split[] = {kFirstRung + 2, kControl, kFirstRung + 4};  // rung 3, the control, rung 5
+        const std::vector<double> t = lesson::time_interleaved_ms(static_cast<int>(opt.repeat), 3, [&](int v) {
+            kRungs[split[v]].launch(d_in, d_out, R, C);
+            CUDA_CHECK_LAUNCH();
+        });
+        report.metric("float4 accesses: rung 3 / control (time, in turns)", t[0] / t[1], "x");
+        report.metric("64x64 tile, 16 floats per thread: control / rung 5 (time, in turns)", t[1] / t[2], "x");
     }
     report.variant_yardstick(std::string(kRungs[best].name) + " against the copy kernel", ms[best], gbps[best], "GB/s",
                              copy_gbps, "copy kernel", in_l2);
     if (rung_only == 0) report.metric("diagonal / row-major block order (time)", ms[5] / ms[4], "x");
     report.metric("best rung / device-to-device cudaMemcpy", gbps[best] / d2d, "x");
-    int blocksPadded = 0, blocksWide = 0;
+    int blocksPadded = 0, blocksWide = 0, blocksControl = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPadded, transposeTiled<1>, kTile * kBlockRows, 0));
     CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksWide, transposeWide, kWideThreads * kWideThreads, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocksControl, transposeFloat4Tile,
+                                                             kCtlThreadsX * kCtlThreadsY, 0));
     report.metric("resident blocks per SM, padded 32x33", double(blocksPadded), "blocks");
     report.metric("resident blocks per SM, wide 64x65", double(blocksWide), "blocks");
+    report.metric("resident blocks per SM, control 32x33 float4", double(blocksControl), "blocks");
     char key[128];
     std::snprintf(key, sizeof key, "%s %.0f GB/s at %lldx%lld", kRungs[best].name, gbps[best], (long long)rows,
                   (long long)cols);

@@ -4,8 +4,8 @@
 //      ./build/bin/matmul_ladder --rung=18   one rung alone (1..18), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
-// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; buffers.h has
-// its device buffers.
+// is the host side: flags, the rung table, the checks (part 1), the timing (part 2), the top rung at other shapes
+// (part 3) and the report; buffers.h has the arrays of a shape and the checks against cuBLAS.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -67,17 +67,15 @@ struct Rung {
 // Rungs 8 and 11-13 with a shorter k tile, for a GPU whose blocks cannot have their defaults' 74,496 and 99,328
 // bytes (a Turing GPU gives 65,536). rung8::tiles_text names the others' tiles too: their WarpTiling has its fields.
 template <class Cfg>
-static std::string smaller_name(const char* name) {
-    return std::string(name) + " (" + rung8::tiles_text<Cfg>() + ")";
+static Rung smaller(const char* name, void (*launch)(const Gemm&)) {
+    return {std::string(name) + " (" + rung8::tiles_text<Cfg>() + ")", launch, Cfg::kSmemBytes};
 }
-static const Rung kRung8Smaller{smaller_name<rung8::Smaller>("8 warp tiles + cp.async"), rung8::launch<rung8::Smaller>,
-                                rung8::Smaller::kSmemBytes};
-static const Rung kRung11Smaller{smaller_name<rung11::Smaller>("11 k16 tile"), rung11::launch<rung11::Smaller>,
-                                 rung11::Smaller::kSmemBytes};
-static const Rung kRung12Smaller{smaller_name<rung12::Smaller>("12 k16 tile, copies spread over FFMA"),
-                                 rung12::launch<rung12::Smaller>, rung12::Smaller::kSmemBytes};
-static const Rung kRung13Smaller{smaller_name<rung13::Smaller>("13 k16 tile, FFMA order reusing operands"),
-                                 rung13::launch<rung13::Smaller>, rung13::Smaller::kSmemBytes};
+static const Rung kRung8Smaller = smaller<rung8::Smaller>("8 warp tiles + cp.async", rung8::launch<rung8::Smaller>);
+static const Rung kRung11Smaller = smaller<rung11::Smaller>("11 k16 tile", rung11::launch<rung11::Smaller>);
+static const Rung kRung12Smaller =
+    smaller<rung12::Smaller>("12 k16 tile, copies spread over FFMA", rung12::launch<rung12::Smaller>);
+static const Rung kRung13Smaller =
+    smaller<rung13::Smaller>("13 k16 tile, FFMA order reusing operands", rung13::launch<rung13::Smaller>);
 static const Rung kLadder[] = {
     {"1 shared-memory tiles 32x32", rung1::launch, 0},
     {"2 1D register tile 8x1", rung2::launch, 0},
@@ -115,20 +113,18 @@ constexpr double kTol = 1e-4;     // rel-L2, fp32 GEMM (docs/lesson-contract.md)
 // Returns the reference's time. --inject-fault (inject) corrupts the last result checked.
 static double check_on_cpu(const Shape& s, uint64_t seed, cublasHandle_t handle, const std::vector<const Rung*>& rungs,
                            bool inject, lesson::Report& report) {
-    std::vector<float> h_A(s.a()), h_B(s.b()), h_C(s.c());
-    const Gemm g = upload(s, seed, h_A, h_B);
+    Arrays a(s, seed);
     std::vector<double> ref(s.c());
     lesson::HostTimer cpu;
-    verify::matmul_reference(h_A.data(), h_B.data(), ref.data(), s.M, s.N, s.K);
+    verify::matmul_reference(a.h_A.data(), a.h_B.data(), ref.data(), s.M, s.N, s.K);
     const double cpu_ms = cpu.ms();
     for (size_t i = 0; i <= rungs.size(); ++i) {  // i = 0: cuBLAS, then the rungs
-        run_once([&] { i == 0 ? launch_cublas(handle, g) : rungs[i - 1]->launch(g); }, g, h_C.data());
-        if (inject && i == rungs.size()) verify::inject_fault(h_C.data(), s.c(), seed);
+        run_once([&] { i == 0 ? launch_cublas(handle, a.g) : rungs[i - 1]->launch(a.g); }, a.g, a.h_C.data());
+        if (inject && i == rungs.size()) verify::inject_fault(a.h_C.data(), s.c(), seed);
         const std::string name = i == 0 ? "cuBLAS SGEMM fp32" : rungs[i - 1]->name;
         report.check(
-            verify::compare(h_C.data(), ref.data(), s.c(), kTol, name + " vs CPU, every element of " + s.text()));
+            verify::compare(a.h_C.data(), ref.data(), s.c(), kTol, name + " vs CPU, every element of " + s.text()));
     }
-    free_gemm(g);
     return cpu_ms;
 }
 
@@ -162,6 +158,23 @@ static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, 
     return ladder;
 }
 
+// Part 3: the top rung at shapes neither square nor multiples of its tiles, in the timed shape's arrays, checked as it
+// is; the rung and cuBLAS on the same shape (its yardstick there) take their samples in turns. No target.
+static void time_other_shapes(const std::vector<Shape>& shapes, const Rung& r, Arrays& a, cublasHandle_t handle,
+                              uint64_t seed, int repeat, const cudaDeviceProp& prop, lesson::Report& report) {
+    for (const Shape& s : shapes) {
+        a.as(s);
+        report.check(cublas_on_rows([&] { launch_cublas(handle, a.ref); }, a, seed, kTol));
+        report.check(against_cublas([&] { r.launch(a.g); }, a, r.name, kTol));
+        const std::vector<double> ms = lesson::time_interleaved_ms(
+            repeat, 2, [&](int v) { v == 0 ? launch_cublas(handle, a.ref) : r.launch(a.g); });
+        const double flops = 2.0 * s.M * s.N * s.K, cublas = flops / (ms[0] * 1e6);
+        report.yardstick("cuBLAS SGEMM fp32 at " + s.text() + ", in turns with the rung", cublas, "GFLOP/s");
+        report.variant_yardstick(r.name + " at " + s.text(), ms[1], flops / (ms[1] * 1e6), "GFLOP/s", cublas,
+                                 "cuBLAS at " + s.text(), lesson::small_gemm_note(s.M, s.N, prop));
+    }
+}
+
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -181,15 +194,19 @@ int main(int argc, char** argv) {
     if (!cli.given("k")) k = n;
     const Shape timed{int(m), int(n), int(k)};
     // Part 1 shapes: a square one, one whose rows are not 16-byte aligned (K, N odd) and one that is aligned but
-    // cuts every tile short. Part 2: the timed shape.
+    // cuts every tile short. Part 2: the timed shape. Part 3, for the whole ladder at the default or --quick shape
+    // only: the same two kinds of shape near the timed one, in its arrays (none needs more elements).
     std::vector<Shape> checks{{1024, 1024, 1024}, {1000, 1023, 1025}, {333, 516, 260}};
     if (opt.quick) checks = {{128, 128, 128}, {201, 123, 77}, {100, 260, 44}};
+    std::vector<Shape> others{{4000, 4095, 4097}, {4092, 4000, 4100}};
+    if (opt.quick) others = {{250, 255, 257}, {252, 160, 260}};
+    if (rung != 0 || cli.given("m") || cli.given("n") || cli.given("k")) others.clear();
 
     // Host: A, B, the cuBLAS result and one rung's result as floats (part 2), or the same plus a double reference
     // (part 1). Device: A, B, two results.
     uint64_t host_bytes = (timed.a() + timed.b() + 2 * timed.c()) * sizeof(float) + 16 * size_t(timed.N) * 8;
     for (const Shape& s : checks)
-        host_bytes = std::max<uint64_t>(host_bytes, (s.a() + s.b() + s.c()) * sizeof(float) + s.c() * sizeof(double));
+        host_bytes = std::max(host_bytes, (s.a() + s.b() + 2 * s.c()) * sizeof(float) + s.c() * sizeof(double));
     const std::string what = "--m=" + std::to_string(m) + " --n=" + std::to_string(n) + " --k=" + std::to_string(k);
     lesson::require_host_memory(host_bytes, "pageable", what);
     cudaDeviceProp prop = lesson::pick_device(opt.device);
@@ -226,32 +243,21 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, ladder, false, report);
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
-    // Part 2: speed at the timed shape. cuBLAS writes its own C (d_ref): the yardstick and the GPU-side reference,
+    // Part 2: speed at the timed shape. cuBLAS writes its own C (t.ref): the yardstick and the GPU-side reference,
     // itself checked against the CPU on sampled rows (all rows for small shapes).
-    std::vector<float> h_A(timed.a()), h_B(timed.b()), h_ref(timed.c()), h_C(timed.c());
-    const Gemm g = upload(timed, seed + 100, h_A, h_B);
-    float* d_ref = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_ref, timed.c() * sizeof(float)));
-    const Gemm gref{timed.M, timed.N, timed.K, g.A, g.B, d_ref};
-    run_once([&] { launch_cublas(handle, gref); }, gref, h_ref.data());
-    const int64_t samples = double(timed.M) * timed.N * timed.K <= double(1 << 27) ? timed.M : std::min(timed.M, 16);
-    const verify::GemmRows rows = verify::gemm_reference_rows(h_A.data(), h_B.data(), timed.N, timed.K,
-                                                              verify::sample_rows(timed.M, samples, seed + 102, true));
-    report.check(
-        rows.check_in(h_ref.data(), kTol, "cuBLAS vs CPU, " + std::to_string(samples) + " rows of " + timed.text()));
+    Arrays t(timed, seed + 100);
+    report.check(cublas_on_rows([&] { launch_cublas(handle, t.ref); }, t, seed + 102, kTol));
 
     // cuBLAS is timed before the rungs and again after them, and the faster time is the yardstick: a cuBLAS sample
     // that caught the GPU at a lower clock would otherwise flatter every rung. Each rung: launch, copy out, verify
     // against cuBLAS element by element, time.
-    const double cublas_first_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
+    const double cublas_first_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, t.ref); });
     std::vector<double> rung_ms;
     for (const Rung* r : timed_rungs) {
-        run_once([&] { r->launch(g); }, g, h_C.data());
-        report.check(verify::compare(h_C.data(), h_ref.data(), timed.c(), kTol,
-                                     r->name + " vs cuBLAS, every element of " + timed.text()));
-        rung_ms.push_back(lesson::time_median_ms(int(opt.repeat), [&] { r->launch(g); }));
+        report.check(against_cublas([&] { r->launch(t.g); }, t, r->name, kTol));
+        rung_ms.push_back(lesson::time_median_ms(int(opt.repeat), [&] { r->launch(t.g); }));
     }
-    const double cublas_last_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, gref); });
+    const double cublas_last_ms = lesson::time_median_ms(int(opt.repeat), [&] { launch_cublas(handle, t.ref); });
 
     // The report: GFLOP/s at 2*M*N*K flops, cuBLAS against the FP32 peak, each rung against cuBLAS.
     const auto gflops = [&](double ms) { return 2.0 * double(timed.M) * timed.N * timed.K / (ms * 1e6); };
@@ -273,6 +279,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < timed_rungs.size(); ++i)
         report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
                                  "cuBLAS", small);
+    if (!ladder.empty())
+        time_other_shapes(others, *ladder.back(), t, handle, seed + 103, int(opt.repeat), prop, report);
     report.note(
         "edges: every rung handles any M, N, K itself (no fallback), loading zeros outside A and B and storing "
         "only inside C; 16-byte accesses only where rows start 16-byte aligned, 4-byte ones elsewhere");
@@ -288,7 +296,5 @@ int main(int argc, char** argv) {
     }
 
     CUBLAS_CHECK(cublasDestroy(handle));
-    free_gemm(g);
-    CUDA_CHECK(cudaFree(d_ref));
     return report.finish(opt.json);
 }
