@@ -21,7 +21,8 @@ and puts a marker right before each number that comes from them, with no space:
     took <!-- value: h100 variant "2 fused, 1 element per thread" ms -->0.896 ms
 The marker is an expression: numbers, + - * / and parentheses, and terms
     RUN [NN_name] KIND ["NAME"] [FIELD]
-RUN is a name declared by a `run` line (or a path to a summary JSON); NN_name defaults to the
+RUN is a name declared by a `run` line (or a path to a summary JSON, or to one lesson's own
+--json report, such as a run at another size kept under docs/results/); NN_name defaults to the
 handout's own lesson; KIND and NAME are as the summary (scripts/results.py collect) has them:
     variant "NAME" [ms|rate|fraction|reference_rate]   (default rate)
     metric | bound | yardstick | target "NAME"          (their value; a target's value is
@@ -74,7 +75,10 @@ def summary(path):
         full = os.path.join(ROOT, path)
         if not os.path.exists(full):
             raise Bad("no such summary %s" % path)
-        _summaries[path] = results.load(full)
+        data = results.load(full)
+        if "lessons" not in data and "lesson" in data:  # one lesson's own --json report
+            data = {"lessons": {data["lesson"]: results.lesson_entry(data)}}
+        _summaries[path] = data
     return _summaries[path]
 
 

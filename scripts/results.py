@@ -63,6 +63,23 @@ def load(path):
         die("cannot read %s: %s" % (path, e))
 
 
+def lesson_entry(report, seconds=None):
+    """What a summary keeps of one lesson's --json report."""
+    return {
+        "result": report.get("result"),
+        "seconds": seconds,
+        "key_result": report.get("key_result"),
+        "targets": report.get("targets", []),
+        "warnings": report.get("warnings", []),
+        "bounds": report.get("bounds", []),
+        "yardsticks": report.get("yardsticks", []),
+        "variants": report.get("variants", []),
+        "metrics": report.get("metrics", []),
+        "checks": (report.get("verification") or {}).get("checks", []),
+        "device": report.get("device"),
+    }
+
+
 def collect(results_dir, out_path, commit=None):
     run = load(os.path.join(results_dir, "run-full.json"))
     seconds = {}
@@ -77,20 +94,7 @@ def collect(results_dir, out_path, commit=None):
         name = os.path.basename(path)[:-5]
         if "." in name:  # NN_name.quick.json and the like: not the default-size run
             continue
-        report = load(path)
-        lessons[name] = {
-            "result": report.get("result"),
-            "seconds": seconds.get(name),
-            "key_result": report.get("key_result"),
-            "targets": report.get("targets", []),
-            "warnings": report.get("warnings", []),
-            "bounds": report.get("bounds", []),
-            "yardsticks": report.get("yardsticks", []),
-            "variants": report.get("variants", []),
-            "metrics": report.get("metrics", []),
-            "checks": (report.get("verification") or {}).get("checks", []),
-            "device": report.get("device"),
-        }
+        lessons[name] = lesson_entry(load(path), seconds.get(name))
     if not lessons:
         die("no lesson JSON in " + results_dir)
     summary = dict(run)
