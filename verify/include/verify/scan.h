@@ -125,21 +125,6 @@ inline void inclusive_scan_reference(const float* in, double* out, uint64_t n) {
 // its block's running sum, then the running sum of the block totals.
 inline uint64_t reference_rounding_depth(uint64_t n) { return kScanBlock + n / kScanBlock + 2; }
 
-// How many of a[0..n) and b[0..n) differ in their bits. Lesson 15 runs a kernel twice, into
-// outputs poisoned with two different byte patterns; the kernels are deterministic, so only an
-// element that neither run wrote can differ. On all host cores: it reads a gigabyte per rung.
-template <class T>
-uint64_t count_bit_differences(const T* a, const T* b, uint64_t n) {
-    uint64_t total = 0;
-    for (uint64_t part : block_partials<uint64_t>(n, kScanBlock, [=](uint64_t begin, uint64_t end) {
-             uint64_t d = 0;
-             for (uint64_t i = begin; i < end; ++i) d += std::memcmp(a + i, b + i, sizeof(T)) != 0;
-             return d;
-         }))
-        total += part;
-    return total;
-}
-
 // Stream compaction: the elements with in[i] > threshold, in their order.
 // Writes them to out (room for n) and returns how many there are.
 inline uint64_t compact_reference(const int32_t* in, uint64_t n, int32_t threshold, int32_t* out) {
