@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <cub/cub.cuh>
 #include <string>
 #include <type_traits>
@@ -117,7 +116,7 @@ double run_and_time(Launch&& launch, T* d_out, T* h_out, size_t n, int repeat, s
         for (size_t at = 0; at < n; at += second.size()) {
             const size_t m = std::min(second.size(), n - at);
             CUDA_CHECK(cudaMemcpy(second.data(), d_out + at, m * sizeof(T), cudaMemcpyDeviceToHost));
-            for (size_t i = 0; i < m; ++i) *unwritten += std::memcmp(&h_out[at + i], &second[i], sizeof(T)) != 0;
+            *unwritten += verify::count_bit_differences(h_out + at, second.data(), m);
         }
     }
     return lesson::time_median_ms(repeat, launch);
