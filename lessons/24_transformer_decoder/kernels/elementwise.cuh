@@ -19,6 +19,20 @@ struct Parts {
     __device__ __forceinline__ float at(int64_t row, int64_t col) const { return p[size_t(row) * cols + col]; }
 };
 
+// The sum of v over a block of Threads threads, returned to every thread: each warp's by shuffles,
+// then the warps' in order, so every run adds in the same order. sh holds Threads / 32 floats; the
+// barrier first lets a loop call it again with the same sh.
+template <int Threads>
+__device__ float block_sum(float v, float* sh) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    float s = 0.0f;
+    for (int i = 0; i < Threads / 32; ++i) s += sh[i];
+    return s;
+}
+
 // Tensor elements from their hash (problem.cuh), rounded to bf16 once, here.
 __global__ void initWeights(bf16* w, size_t n, Fill f) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)

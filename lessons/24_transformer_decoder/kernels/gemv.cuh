@@ -277,14 +277,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, BT == 1              ? 5
         __syncthreads();
         float sq = c < N ? epilogue(b, c, int(threadIdx.x), row) : 0.0f;
         if constexpr (E::kSquares) {
-            for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-            if (lane == 0) warp_sq[warp] = sq;
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                float s = 0.0f;
-                for (int w = 0; w < kGemvWarps; ++w) s += warp_sq[w];
-                epilogue.squares(b, int(blockIdx.x), s);
-            }
+            const float s = block_sum<kGemvWarps * 32>(sq, warp_sq);
+            if (threadIdx.x == 0) epilogue.squares(b, int(blockIdx.x), s);
         }
         __syncthreads();
     }

@@ -63,14 +63,8 @@ __global__ void __launch_bounds__(kGemvCols)
         x[b * d + c] = v;
         sq = v * v;
     }
-    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-    if (threadIdx.x % 32 == 0) warp_sq[threadIdx.x / 32] = sq;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0.0f;
-        for (int w = 0; w < kGemvCols / 32; ++w) s += warp_sq[w];
-        ssq[b * gridDim.x + blockIdx.x] = s;
-    }
+    const float s = block_sum<kGemvCols>(sq, warp_sq);
+    if (threadIdx.x == 0) ssq[b * gridDim.x + blockIdx.x] = s;
 }
 
 // Decode, before a projection cuBLAS runs: out[b][c] = the RMSNorm of x's row times w, in bf16,

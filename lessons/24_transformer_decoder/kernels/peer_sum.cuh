@@ -69,14 +69,7 @@ __global__ void __launch_bounds__(kGemvCols)
             x[i] = v;
             sq = v * v;
         }
-        for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-        if (threadIdx.x % 32 == 0) warp_sq[threadIdx.x / 32] = sq;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            float s = 0.0f;
-            for (int w = 0; w < kGemvCols / 32; ++w) s += warp_sq[w];
-            ssq[b * tiles + t % tiles] = s;
-        }
-        __syncthreads();  // warp_sq is the next tile's
+        const float s = block_sum<kGemvCols>(sq, warp_sq);  // its first barrier frees warp_sq for this tile
+        if (threadIdx.x == 0) ssq[b * tiles + t % tiles] = s;
     }
 }

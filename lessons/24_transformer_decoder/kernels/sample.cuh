@@ -29,16 +29,6 @@ struct SampleRule {
     uint64_t seed;
 };
 
-__device__ float block_sum(float v, float* sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    float s = 0.0f;
-    for (int i = 0; i < kSampleThreads / 32; ++i) s += sh[i];
-    return s;
-}
-
 // (value, index) of the largest value, the lowest index among equals.
 __device__ void block_argmax(float& v, int& idx, float* shv, int* shi) {
     for (int o = 16; o > 0; o >>= 1) {
@@ -114,7 +104,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         int unused = 0;
         block_argmax(neg, unused, shv, shi);
         float lo = -neg, hi = best;
-        const float total = block_sum(
+        const float total = block_sum<kSampleThreads>(
             [&] {
                 float s = 0.0f;
                 for (int i = threadIdx.x; i < V; i += kSampleThreads) s += __expf(__ldcg(lg + i) - best);
@@ -126,7 +116,7 @@ __global__ void __launch_bounds__(kSampleThreads)
             float c = 0.0f;
             for (int i = threadIdx.x; i < V; i += kSampleThreads)
                 if (__ldcg(lg + i) >= mid) c += rule.kind == Sample::TopK ? 1.0f : __expf(__ldcg(lg + i) - best);
-            c = block_sum(c, shv);
+            c = block_sum<kSampleThreads>(c, shv);
             const bool enough = rule.kind == Sample::TopK ? c >= float(rule.top_k) : c >= rule.top_p * total;
             if (enough) lo = mid;
             else hi = mid;
