@@ -79,7 +79,7 @@ static void check_projections(Decoder& D, lesson::Report& report) {
     const dim3 tiles(unsigned(D.tiles()), unsigned(B));
     residualTiles<<<tiles, kGemvCols, 0, D.s>>>(D.d_tokens, D.embed, Parts{nullptr, m.d}, D.x, D.ssq, m.d);
     CUDA_CHECK_LAUNCH();
-    const char* path = B > 4 ? "tensor cores" : "fp32 FMAs";
+    const char* path = gemv_on_tensor_cores(B) ? "tensor cores" : "fp32 FMAs";
     for (int p = 0; p < kProjs; ++p) {
         const int64_t K = proj_k(m, p), N = proj_n(m, p);
         float *own = D.gemv_y[0], *blas = p == kPGateUp ? D.gemv_y[1] : D.proj;  // gate/up's: down's input

@@ -33,11 +33,17 @@ struct Partial {
     float m = -INFINITY, l = 0.0f, o[HD / 32] = {};
 };
 
-// This lane's hd / 32 elements of the query, pre-scaled by log2(e) / sqrt(hd) so that exp2 gives
-// the softmax's exponentials, into the warp's row of shared memory (every lane then reads all of it).
+// A query's scale, log2(e) / sqrt(hd): scaled queries let exp2 give the softmax's exponentials.
+template <int HD>
+__device__ __forceinline__ float q_scale() {
+    return 1.4426950408889634f * rsqrtf(float(HD));
+}
+
+// This lane's hd / 32 elements of the query, times q_scale, into the warp's row of shared memory
+// (every lane then reads all of it).
 template <int HD>
 __device__ __forceinline__ void load_q(const bf16* q, float* sq) {
-    const float c = 1.4426950408889634f * rsqrtf(float(HD));
+    const float c = q_scale<HD>();
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) sq[lane * (HD / 32) + i] = __bfloat162float(q[lane * (HD / 32) + i]) * c;
@@ -202,8 +208,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     }
     wait_prior();  // q, the new key and value, the partials and counters: the kernel before's until it ends
     let_next_start();
-    // The rows' queries, scaled as load_q scales them; a row past `rows` is zero, scored and never written.
-    const float qc = 1.4426950408889634f * rsqrtf(float(HD));
+    // The rows' queries, times q_scale; a row past `rows` is zero, scored and never written.
+    const float qc = q_scale<HD>();
     for (int i = threadIdx.x; i < G * HD; i += blockDim.x)
         sq[i / HD][i % HD] = i / HD < rows ? __bfloat162float(q[(size_t(b) * heads + h0) * HD + i]) * qc : 0.0f;
     __syncthreads();

@@ -27,6 +27,9 @@ constexpr int kGemvWarps = 8, kGemvCols = 32 * 8;  // a block: 8 warps over K, 2
 constexpr int kGemvMaxRows = 64;  // the largest batch (problem.cuh)
 constexpr int kGemvMmaRows = 16;  // rows of x per pass of W on tensor cores: the MMA's M
 
+// From 5 rows of x on, launch_gemv takes the tensor cores (planes_mma); up to 4, fp32 FMAs.
+inline bool gemv_on_tensor_cores(int64_t B) { return B > 4; }
+
 // Where the GEMV's x comes from: rows of bf16 (x[b][k]); the RMSNorm of the fp32 residual stream,
 // normalized as it is read (XNormed); or the SwiGLU of the gate/up projection's fp32 output,
 // computed as the down projection reads it (silu(gate) * up, rounded to bf16 as the prefill's
@@ -308,6 +311,7 @@ void launch_gemv(X x, const bf16* W, float* planes, E epilogue, unsigned* done, 
     const unsigned t = kGemvWarps * 32;
     if (B == 1) launch(overlap, gemvSplitK<1, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
     else if (B == 2) launch(overlap, gemvSplitK<2, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
-    else if (B <= 4) launch(overlap, gemvSplitK<4, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
+    else if (!gemv_on_tensor_cores(B))
+        launch(overlap, gemvSplitK<4, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
     else launch(overlap, gemvSplitK<kGemvMmaRows, X, E>, grid, t, s, x, W, planes, epilogue, done, B, K, N, pf);
 }

@@ -226,8 +226,8 @@ uint64_t inject_fault(T* data, uint64_t n, uint64_t seed) {
 }
 
 // How many of a[0..n) and b[0..n) differ in their bits (-0 is not +0; a NaN equals its own bits).
-// Lesson 15 runs a kernel twice, into outputs poisoned with two byte patterns: the kernels are
-// deterministic, so only an element neither run wrote can differ.
+// For a deterministic kernel run twice into outputs poisoned with two byte patterns, only an
+// element neither run wrote can differ.
 template <class T>
 uint64_t count_bit_differences(const T* a, const T* b, uint64_t n) {
     uint64_t total = 0;
