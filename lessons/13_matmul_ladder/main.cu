@@ -4,8 +4,8 @@
 //      ./build/bin/matmul_ladder --rung=18   one rung alone (1..18), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
-// is the host side: flags, the rung table, the checks (part 1), the timing (part 2), the top rung at other shapes
-// (part 3) and the report; buffers.h has the arrays of a shape and the checks against cuBLAS.
+// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; other_shapes.h is
+// part 3, the top rung at other shapes; buffers.h has the arrays of a shape, the cuBLAS call and its checks.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,12 +50,7 @@
 #include "kernels/7_warp_tiled.cuh"
 #include "kernels/8_cp_async.cuh"
 #include "kernels/9_wide_tile.cuh"
-
-// cuBLAS is column-major: lesson::sgemm_row_major (common/gemm.h; lesson 08 writes the call out) asks for
-// C^T = B^T * A^T, B first and M, N swapped, with no copies. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32.
-static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
-    lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
-}
+#include "other_shapes.h"
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
 struct Rung {
@@ -156,23 +151,6 @@ static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, 
         if (gate.run("rung " + r->name, needs(*r))) ladder.push_back(r);
     }
     return ladder;
-}
-
-// Part 3: the top rung at shapes neither square nor multiples of its tiles, in the timed shape's arrays, checked as it
-// is; the rung and cuBLAS on the same shape (its yardstick there) take their samples in turns. No target.
-static void time_other_shapes(const std::vector<Shape>& shapes, const Rung& r, Arrays& a, cublasHandle_t handle,
-                              uint64_t seed, int repeat, const cudaDeviceProp& prop, lesson::Report& report) {
-    for (const Shape& s : shapes) {
-        a.as(s);
-        report.check(cublas_on_rows([&] { launch_cublas(handle, a.ref); }, a, seed, kTol));
-        report.check(against_cublas([&] { r.launch(a.g); }, a, r.name, kTol));
-        const std::vector<double> ms = lesson::time_interleaved_ms(
-            repeat, 2, [&](int v) { v == 0 ? launch_cublas(handle, a.ref) : r.launch(a.g); });
-        const double flops = 2.0 * s.M * s.N * s.K, cublas = flops / (ms[0] * 1e6);
-        report.yardstick("cuBLAS SGEMM fp32 at " + s.text() + ", in turns with the rung", cublas, "GFLOP/s");
-        report.variant_yardstick(r.name + " at " + s.text(), ms[1], flops / (ms[1] * 1e6), "GFLOP/s", cublas,
-                                 "cuBLAS at " + s.text(), lesson::small_gemm_note(s.M, s.N, prop));
-    }
 }
 
 int main(int argc, char** argv) {
@@ -280,7 +258,8 @@ int main(int argc, char** argv) {
         report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
                                  "cuBLAS", small);
     if (!ladder.empty())
-        time_other_shapes(others, *ladder.back(), t, handle, seed + 103, int(opt.repeat), prop, report);
+        time_other_shapes(others, ladder.back()->name, ladder.back()->launch, t, handle, seed + 103, int(opt.repeat),
+                          kTol, prop, report);
     report.note(
         "edges: every rung handles any M, N, K itself (no fallback), loading zeros outside A and B and storing "
         "only inside C; 16-byte accesses only where rows start 16-byte aligned, 4-byte ones elsewhere");
