@@ -5,7 +5,8 @@
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
 // is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; other_shapes.h is
-// part 3, the top rung at other shapes; buffers.h has the arrays of a shape, the cuBLAS call and its checks.
+// part 3, the top rung at other shapes; buffers.h has the arrays of a shape, the cuBLAS call and its checks;
+// occupancy.cuh splits rung 3 -> 4 with the control of kernels/control.cuh (rung 3's kernel at 2 blocks per SM).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +51,8 @@
 #include "kernels/7_warp_tiled.cuh"
 #include "kernels/8_cp_async.cuh"
 #include "kernels/9_wide_tile.cuh"
+#include "kernels/control.cuh"
+#include "occupancy.cuh"
 #include "other_shapes.h"
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
@@ -92,6 +95,9 @@ static const Rung kLadder[] = {
     {"18 16-byte copies of B", rung18::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
+// Not a rung: rung 3's kernel at 2 blocks per SM (kernels/control.cuh), checked and timed with every rung, never the
+// best one; occupancy.cuh times it in turns with rungs 3 and 4.
+static const Rung kControl = {"control: rung 3 at 2 blocks per SM", control::launch, 0};
 
 // --sweep: rung 8 in the 13 tile configurations of rung8::SweepTiles, each named "8: " and its tiles_text
 // ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "8: 128x128x8 w64x32 t8x8 s2").
@@ -165,7 +171,7 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
     cli.add_int("k", &k, 1, 16384, "columns of A, rows of B (equal to --n unless given)", 256);
-    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
+    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung and rung 3's control)");
     cli.add_switch("sweep", &sweep, "also time rung 8 in every tile configuration of its sweep table");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
@@ -204,7 +210,9 @@ int main(int argc, char** argv) {
     // The rungs to run: the ladder (every rung, or --rung=N alone), then --sweep's rows, each only where it can run.
     lesson::Gate gate(report);
     const std::vector<const Rung*> ladder = choose_ladder(rung, gate, report);
-    std::vector<const Rung*> timed_rungs = ladder;
+    std::vector<const Rung*> checked = ladder;  // and, with every rung, rung 3's control
+    if (rung == 0 && gate.run("rung 3's control", needs(kControl))) checked.push_back(&kControl);
+    std::vector<const Rung*> timed_rungs = checked;
     for (const Rung& r : kSweep)
         if (sweep && gate.run("sweep " + r.name, needs(r))) timed_rungs.push_back(&r);
     if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
@@ -217,8 +225,8 @@ int main(int argc, char** argv) {
 
     // Part 1: correctness on the CPU shapes; the report gives the CPU time of the first (square) one, all host cores.
     const uint64_t seed = static_cast<uint64_t>(opt.seed);
-    const double cpu_ms = check_on_cpu(checks[0], seed, handle, ladder, opt.inject_fault, report);
-    for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, ladder, false, report);
+    const double cpu_ms = check_on_cpu(checks[0], seed, handle, checked, opt.inject_fault, report);
+    for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, checked, false, report);
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
     // Part 2: speed at the timed shape. cuBLAS writes its own C (t.ref): the yardstick and the GPU-side reference,
@@ -257,6 +265,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < timed_rungs.size(); ++i)
         report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
                                  "cuBLAS", small);
+    if (checked.size() > ladder.size()) split_rung3_to_4(t.g, int(opt.repeat), report);  // rung 3 -> 4 in two steps
     if (!ladder.empty())
         time_other_shapes(others, ladder.back()->name, ladder.back()->launch, t, handle, seed + 103, int(opt.repeat),
                           kTol, prop, report);
