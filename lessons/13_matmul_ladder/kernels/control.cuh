@@ -2,7 +2,7 @@
 // Rung 4 changes three things at once against rung 3: 16-byte global loads, A transposed in shared memory, and fewer
 // registers, so that 2 blocks of 256 threads share an SM instead of 1. The control is rung 3's kernel asked to fit 2
 // blocks per SM (__launch_bounds__(kThreads, 2)), and nothing else of rung 3 changes: against rung 3 it adds the
-// second block alone, paying for it with whatever ptxas gives up to fit the cap (spills: `-Xptxas -v`).
+// second block and whatever ptxas gives up to fit the cap (spills: `-Xptxas -v`), never the second block alone.
 // Run: ./build/bin/matmul_ladder [--quick]   (with every rung; occupancy.cuh times it in turns with rungs 3 and 4)
 #pragma once
 #include "3_reg_tile_2d.cuh"
