@@ -1,6 +1,6 @@
-// Lesson 13 of the course (the SGEMM ladder): the host side's device buffers, filled, run once and read back, and
-// cuBLAS's C checked on sampled rows. Part of lesson 13 of the course (00-23), 13_matmul_ladder; run:
-// ./build/bin/matmul_ladder (main.cu uses these)
+// Lesson 13 of the course (the SGEMM ladder): the host side's device buffers, filled, run once and read back,
+// cuBLAS's C checked on sampled rows, and the one cuBLAS call. Part of lesson 13 of the course (00-23),
+// 13_matmul_ladder; run: ./build/bin/matmul_ladder (main.cu and other_shapes.h use these)
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <cublas_v2.h>
 
 #include "common/check.h"
 #include "common/gemm.h"
@@ -96,4 +98,10 @@ lesson::Check against_cublas(Launch launch, Arrays& a, const std::string& name, 
     run_once(launch, a.g, a.h_C.data());
     const lesson::GemmShape s{a.g.M, a.g.N, a.g.K};
     return verify::compare(a.h_C.data(), a.h_ref.data(), s.c(), tol, name + " vs cuBLAS, every element of " + s.text());
+}
+
+// cuBLAS is column-major: lesson::sgemm_row_major (common/gemm.h; lesson 08 writes the call out) asks for
+// C^T = B^T * A^T, B first and M, N swapped, with no copies. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32.
+inline void launch_cublas(cublasHandle_t handle, const Gemm& g) {
+    lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
 }

@@ -4,8 +4,9 @@
 //      ./build/bin/matmul_ladder --rung=18   one rung alone (1..18), still checked
 //      ./build/bin/matmul_ladder --sweep     also rung 8 in 13 tile configurations
 // C = A * B, row-major (A is M x K, B is K x N). The rungs, each with its launcher, are kernels/N_name.cuh; this file
-// is the host side: flags, the rung table, the checks (part 1), the timing (part 2), the top rung at other shapes
-// (part 3) and the report; buffers.h has the arrays of a shape and the checks against cuBLAS.
+// is the host side: flags, the rung table, the checks (part 1), the timing (part 2) and the report; other_shapes.h is
+// part 3, the top rung at other shapes; buffers.h has the arrays of a shape, the cuBLAS call and its checks;
+// occupancy.cuh splits rung 3 -> 4 with the control of kernels/control.cuh (rung 3's kernel at 2 blocks per SM).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,12 +51,9 @@
 #include "kernels/7_warp_tiled.cuh"
 #include "kernels/8_cp_async.cuh"
 #include "kernels/9_wide_tile.cuh"
-
-// cuBLAS is column-major: lesson::sgemm_row_major (common/gemm.h; lesson 08 writes the call out) asks for
-// C^T = B^T * A^T, B first and M, N swapped, with no copies. main() sets CUBLAS_DEFAULT_MATH: true fp32, no TF32.
-static void launch_cublas(cublasHandle_t handle, const Gemm& g) {
-    lesson::sgemm_row_major(handle, g.M, g.N, g.K, g.A, g.B, g.C);
-}
+#include "kernels/control.cuh"
+#include "occupancy.cuh"
+#include "other_shapes.h"
 
 // The ladder, one row per rung: its name in the report and its launcher (kernels/N_name.cuh).
 struct Rung {
@@ -97,6 +95,9 @@ static const Rung kLadder[] = {
     {"18 16-byte copies of B", rung18::launch, 0},
 };
 constexpr int kRungs = int(std::size(kLadder));
+// Not a rung: rung 3's kernel at 2 blocks per SM (kernels/control.cuh), checked and timed with every rung, never the
+// best one; occupancy.cuh times it in turns with rungs 3 and 4.
+static const Rung kControl = {"control: rung 3 at 2 blocks per SM", control::launch, 0};
 
 // --sweep: rung 8 in the 13 tile configurations of rung8::SweepTiles, each named "8: " and its tiles_text
 // ("BMxBNxBK wWMxWN tTMxTN sSTAGES", e.g. "8: 128x128x8 w64x32 t8x8 s2").
@@ -158,23 +159,6 @@ static std::vector<const Rung*> choose_ladder(int64_t rung, lesson::Gate& gate, 
     return ladder;
 }
 
-// Part 3: the top rung at shapes neither square nor multiples of its tiles, in the timed shape's arrays, checked as it
-// is; the rung and cuBLAS on the same shape (its yardstick there) take their samples in turns. No target.
-static void time_other_shapes(const std::vector<Shape>& shapes, const Rung& r, Arrays& a, cublasHandle_t handle,
-                              uint64_t seed, int repeat, const cudaDeviceProp& prop, lesson::Report& report) {
-    for (const Shape& s : shapes) {
-        a.as(s);
-        report.check(cublas_on_rows([&] { launch_cublas(handle, a.ref); }, a, seed, kTol));
-        report.check(against_cublas([&] { r.launch(a.g); }, a, r.name, kTol));
-        const std::vector<double> ms = lesson::time_interleaved_ms(
-            repeat, 2, [&](int v) { v == 0 ? launch_cublas(handle, a.ref) : r.launch(a.g); });
-        const double flops = 2.0 * s.M * s.N * s.K, cublas = flops / (ms[0] * 1e6);
-        report.yardstick("cuBLAS SGEMM fp32 at " + s.text() + ", in turns with the rung", cublas, "GFLOP/s");
-        report.variant_yardstick(r.name + " at " + s.text(), ms[1], flops / (ms[1] * 1e6), "GFLOP/s", cublas,
-                                 "cuBLAS at " + s.text(), lesson::small_gemm_note(s.M, s.N, prop));
-    }
-}
-
 int main(int argc, char** argv) {
     // Flags first: bad input exits 2 before any CUDA call.
     lesson::CommonOptions opt;
@@ -187,7 +171,7 @@ int main(int argc, char** argv) {
     cli.add_int("n", &n, 1, 16384, "columns of B and C (and M, K unless given)", 256);
     cli.add_int("m", &m, 1, 16384, "rows of A and C (equal to --n unless given)", 256);
     cli.add_int("k", &k, 1, 16384, "columns of A, rows of B (equal to --n unless given)", 256);
-    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung)");
+    cli.add_int("rung", &rung, 0, kRungs, "run and check this rung alone (0: every rung and rung 3's control)");
     cli.add_switch("sweep", &sweep, "also time rung 8 in every tile configuration of its sweep table");
     cli.parse_or_exit(argc, argv);
     if (!cli.given("m")) m = n;
@@ -226,7 +210,9 @@ int main(int argc, char** argv) {
     // The rungs to run: the ladder (every rung, or --rung=N alone), then --sweep's rows, each only where it can run.
     lesson::Gate gate(report);
     const std::vector<const Rung*> ladder = choose_ladder(rung, gate, report);
-    std::vector<const Rung*> timed_rungs = ladder;
+    std::vector<const Rung*> checked = ladder;  // and, with every rung, rung 3's control
+    if (rung == 0 && gate.run("rung 3's control", needs(kControl))) checked.push_back(&kControl);
+    std::vector<const Rung*> timed_rungs = checked;
     for (const Rung& r : kSweep)
         if (sweep && gate.run("sweep " + r.name, needs(r))) timed_rungs.push_back(&r);
     if (gate.none_ran()) return report.skip(gate.reason(), opt.json);
@@ -239,8 +225,8 @@ int main(int argc, char** argv) {
 
     // Part 1: correctness on the CPU shapes; the report gives the CPU time of the first (square) one, all host cores.
     const uint64_t seed = static_cast<uint64_t>(opt.seed);
-    const double cpu_ms = check_on_cpu(checks[0], seed, handle, ladder, opt.inject_fault, report);
-    for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, ladder, false, report);
+    const double cpu_ms = check_on_cpu(checks[0], seed, handle, checked, opt.inject_fault, report);
+    for (size_t i = 1; i < checks.size(); ++i) check_on_cpu(checks[i], seed + 10 * i, handle, checked, false, report);
     report.cpu_reference_ms(cpu_ms, verify::host_threads());
 
     // Part 2: speed at the timed shape. cuBLAS writes its own C (t.ref): the yardstick and the GPU-side reference,
@@ -279,8 +265,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < timed_rungs.size(); ++i)
         report.variant_yardstick(timed_rungs[i]->name, rung_ms[i], gflops(rung_ms[i]), "GFLOP/s", cublas_gflops,
                                  "cuBLAS", small);
+    if (checked.size() > ladder.size()) split_rung3_to_4(t.g, int(opt.repeat), report);  // rung 3 -> 4 in two steps
     if (!ladder.empty())
-        time_other_shapes(others, *ladder.back(), t, handle, seed + 103, int(opt.repeat), prop, report);
+        time_other_shapes(others, ladder.back()->name, ladder.back()->launch, t, handle, seed + 103, int(opt.repeat),
+                          kTol, prop, report);
     report.note(
         "edges: every rung handles any M, N, K itself (no fallback), loading zeros outside A and B and storing "
         "only inside C; 16-byte accesses only where rows start 16-byte aligned, 4-byte ones elsewhere");

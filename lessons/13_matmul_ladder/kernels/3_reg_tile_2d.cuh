@@ -8,7 +8,9 @@
 //         of C in registers. Per k a thread reads 8 values of A and 8 of B from
 //         shared memory and does 8 x 8 = 64 FMAs with them.
 // Lacks:  wide accesses. Global loads are 4 bytes each, and both fragment reads
-//         hit 2-way bank conflicts.
+//         hit 2-way bank conflicts. Its registers leave room for one block per
+//         SM, so no other block computes while this one waits for its tiles
+//         (kernels/control.cuh is this kernel asked to fit two).
 // Next:   rung 4 moves 16 bytes per load and stores A transposed
 //         (diff kernels/3_reg_tile_2d.cuh kernels/4_vectorized.cuh).
 // Run:    ./build/bin/matmul_ladder --rung=3
@@ -21,8 +23,13 @@ namespace rung3 {
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 
-__global__ void __launch_bounds__(kThreads) sgemmRegTile2D(int M, int N, int K, const float* __restrict__ A,
-                                                           const float* __restrict__ B, float* __restrict__ C) {
+// kMinBlocks: the blocks per SM that ptxas must leave registers for (__launch_bounds__'s second number). Rung 3
+// passes 0, which asks for nothing, as `__launch_bounds__(kThreads)` alone does: an explicit 1 is a request of its own
+// and ptxas then allocates differently. kernels/control.cuh passes 2, rung 4's occupancy, and changes nothing else.
+template <int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    sgemmRegTile2D(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                   float* __restrict__ C) {
     __shared__ float As[kBM][kBK];
     __shared__ float Bs[kBK][kBN];
     const int t = threadIdx.x, tx = t % (kBN / kTN), ty = t / (kBN / kTN);
@@ -65,7 +72,7 @@ __global__ void __launch_bounds__(kThreads) sgemmRegTile2D(int M, int N, int K, 
 }
 
 inline void launch(const Gemm& g) {
-    sgemmRegTile2D<<<dim3(blocks(g.N, kBN), blocks(g.M, kBM)), kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
+    sgemmRegTile2D<0><<<dim3(blocks(g.N, kBN), blocks(g.M, kBM)), kThreads>>>(g.M, g.N, g.K, g.A, g.B, g.C);
     CUDA_CHECK_LAUNCH();
 }
 
