@@ -32,6 +32,8 @@ static double run_compaction(lesson::Report& report, int* d_in, unsigned* d_out,
     lesson::HostTimer cpu;
     const uint64_t ref_count = verify::compact_reference(h_in, N, keep.threshold, h_kept_ref);
     const double cpu_ms = cpu.ms();
+    // Kept elements are inputs, in [-1000, 1000]: 0x7F7F7F7F is none of them (checked, not assumed).
+    const int poison = verify::absent_fill_byte({{h_kept_ref, ref_count}});
     double ms[2];
     for (int k = 0; k < 2; ++k) {  // 0: ours, 1: CUB
         const char* who = k == 0 ? "flags + scan + scatter" : "cub::DeviceSelect::If";
@@ -40,7 +42,7 @@ static double run_compaction(lesson::Report& report, int* d_in, unsigned* d_out,
             else CUDA_CHECK(cub::DeviceSelect::If(d_work, work_bytes, d_in, d_kept, d_count, int64_t(N), keep));
         };
         CUDA_CHECK(cudaMemset(d_count, 0xFF, sizeof(unsigned long long)));
-        ms[k] = run_and_time(launch, d_kept, h_got, N, repeat);
+        ms[k] = run_and_time(launch, d_kept, h_got, N, repeat, poison);
         unsigned long long count = 0;
         CUDA_CHECK(cudaMemcpy(&count, d_count, sizeof count, cudaMemcpyDeviceToHost));
         report.check(

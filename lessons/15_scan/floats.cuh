@@ -36,8 +36,9 @@ static double run_float_scans(lesson::Report& report, void* d_work, size_t work_
     // 64 + 3 * n / 1024 roundings per input by the same count as rung 6's.
     const uint64_t cub_depth = 64 + 3 * ((N + 1023) / 1024);
     run_ladder<float>(
-        "float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, rung, int(opt.repeat), timed,
-        [&](const float* got, bool exclusive, const Rung* r, size_t) {  // NaN poison: no second run
+        "float", d_in, d_out, static_cast<float*>(h_out), N, d_work, work_bytes, rung, int(opt.repeat), 0xFF,
+        timed,  // 0xFF bytes are a NaN, never a right float
+        [&](const float* got, bool exclusive, const Rung* r) {
             const uint64_t d = r ? r->rounding_depth(N) : cub_depth;
             const double tol = verify::scan_float_tolerance(d, N);
             const std::string what = std::string("float ") + (exclusive ? "exclusive, " : "inclusive, ") +

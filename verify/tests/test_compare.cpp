@@ -317,19 +317,3 @@ TEST_CASE("compare: a Comparer that did not see every expected element fails", "
     cmp.add(gpu.data() + 900, ref.data() + 900, 100, 900);
     CHECK(cmp.result("all", 1000).pass);
 }
-
-TEST_CASE("count_bit_differences: none, one in each block, and a float's sign of zero", "[compare]") {
-    const uint64_t n = 3 * verify::kReduceBlock + 5;  // four blocks, the last one short
-    std::vector<int32_t> a(n), b;
-    for (uint64_t i = 0; i < n; ++i) a[i] = int32_t(i * 2654435761u);
-    b = a;
-    CHECK(verify::count_bit_differences(a.data(), b.data(), n) == 0);
-    for (uint64_t i :
-         {uint64_t(0), verify::kReduceBlock - 1, verify::kReduceBlock, 2 * verify::kReduceBlock + 7, n - 1})
-        b[i] ^= int32_t(1) << 30;
-    CHECK(verify::count_bit_differences(a.data(), b.data(), n) == 5);
-    CHECK(verify::count_bit_differences(a.data(), b.data(), n - 1) == 4);
-    // Bits, not values: 0.0f and -0.0f compare equal but are not the same output.
-    const float pz = 0.0f, nz = -0.0f;
-    CHECK(verify::count_bit_differences(&pz, &nz, 1) == 1);
-}

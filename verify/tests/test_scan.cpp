@@ -234,6 +234,27 @@ TEST_CASE("compaction reference and check", "[scan]") {
     CHECK(verify::check_compaction(kept.data(), 0, want.data(), 0, "empty").pass);
 }
 
+TEST_CASE("absent_fill_byte: the farthest pattern absent from every array, -1 when all occur", "[scan]") {
+    auto pattern = [](int b) { return static_cast<int32_t>(uint32_t(b) * 0x01010101u); };
+    const std::vector<int32_t> ref = sequential_inclusive(random_ints(1 << 18, 3));
+    CHECK(verify::absent_fill_byte({{ref.data(), ref.size()}}) == 0x7F);
+    // Plant the first choices in the second array, past the first parallel block.
+    std::vector<int32_t> tiles(verify::kScanBlock + 10, 5);
+    tiles[verify::kScanBlock + 3] = pattern(0x7F);
+    tiles[7] = pattern(0x80);
+    CHECK(verify::absent_fill_byte({{ref.data(), ref.size()}, {tiles.data(), tiles.size()}}) == 0x7E);
+    // Only n elements count: the 0x7F planted at kScanBlock + 3 lies past n = kScanBlock.
+    CHECK(verify::absent_fill_byte({{tiles.data(), verify::kScanBlock}}) == 0x7F);
+    // Every pattern but 0x00 (never chosen: 0 is always a right answer) and 0x01: 0x01 is the answer.
+    std::vector<int32_t> all;
+    for (int b = 0; b < 256; ++b)
+        if (b != 0x01) all.push_back(pattern(b));
+    CHECK(verify::absent_fill_byte({{all.data(), all.size()}}) == 0x01);
+    all.push_back(pattern(0x01));
+    CHECK(verify::absent_fill_byte({{all.data(), all.size()}}) == -1);
+    CHECK(verify::absent_fill_byte({}) == 0x7F);
+}
+
 TEST_CASE("Hillis-Steele and Blelloch models: right answers, the work and the steps", "[scan]") {
     const uint64_t n = 2048;
     const std::vector<int32_t> in = random_ints(n, 8);

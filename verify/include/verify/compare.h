@@ -225,21 +225,6 @@ uint64_t inject_fault(T* data, uint64_t n, uint64_t seed) {
     return i;
 }
 
-// How many of a[0..n) and b[0..n) differ in their bits (-0 is not +0; a NaN equals its own bits).
-// For a deterministic kernel run twice into outputs poisoned with two byte patterns, only an
-// element neither run wrote can differ.
-template <class T>
-uint64_t count_bit_differences(const T* a, const T* b, uint64_t n) {
-    uint64_t total = 0;
-    for (uint64_t part : block_partials<uint64_t>(n, kReduceBlock, [=](uint64_t begin, uint64_t end) {
-             uint64_t d = 0;
-             for (uint64_t i = begin; i < end; ++i) d += std::memcmp(a + i, b + i, sizeof(T)) != 0;
-             return d;
-         }))
-        total += part;
-    return total;
-}
-
 // An exact check: got[i] must be the very bits of expect(i) for every i < n (tolerance 0; -0 is
 // not +0), and finite: a NaN or Inf never passes, not even against the same bits. rel_l2 and
 // max_abs (a NaN sticks) say how far apart the values are where they differ. Nothing checked
