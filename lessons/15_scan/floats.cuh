@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), part 3: the float scans. Rungs 4-7 (the whole array) and
+// Lesson 15 of the course (scan), part 3: the float scans. Rungs 4-8 (the whole array) and
 // CUB on random floats, each element within the rounding bound of its order of additions, then
 // on exactly summable floats (1 and 2), each element the int scan's bits.
 // Before: parts 1 and 2, int32 (main.cu, compaction.cuh). Next: the summary (summary.cuh).

@@ -12,9 +12,10 @@
 //   5 reduce-then-scan sum tiles, scan the tile sums, scan tiles from them: 3n
 //   6 single-pass      decoupled look-back: read n, write n, one kernel, rung 4's tile shape
 //   7 narrow tile      the same on 128 threads x 32 elements instead of 256 x 16
+//   8 first-look pause rung 7, sleeping 1.2 us between publishing its sum and looking back
 //   cub::DeviceScan    the yardstick, on the same data
 // then stream compaction (flags, exclusive scan, scatter) against cub::DeviceSelect::If
-// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4-7 and CUB
+// (compaction.cuh). Rungs 1-3 scan each tile on its own (a segmented scan); rungs 4-8 and CUB
 // scan the whole array, int32 and float (floats.cuh). Every element of every result is checked
 // against a CPU reference (verify/scan.h): ints exactly, floats within the worst-case rounding
 // error of the rung's order of additions, and floats once more on integer values (1 and 2, at
@@ -46,6 +47,7 @@
 #include "kernels/5_reduce_then_scan.cuh"
 #include "kernels/6_single_pass.cuh"
 #include "kernels/7_single_pass_narrow.cuh"
+#include "kernels/8_single_pass_wait.cuh"
 #include "kernels/compact.cuh"
 
 template <class T>
@@ -76,6 +78,8 @@ static const Rung kRungs[] = {
      single_pass::rounding_depth},
     {"7 look-back, 128 x 32 tile", 0, single_pass_narrow::workspace_bytes, single_pass_narrow::scan<unsigned>,
      single_pass_narrow::scan<float>, single_pass_narrow::rounding_depth},
+    {"8 look-back after a pause", 0, single_pass_wait::workspace_bytes, single_pass_wait::scan<unsigned>,
+     single_pass_wait::scan<float>, single_pass_wait::rounding_depth},
 };
 constexpr int kRungCount = sizeof(kRungs) / sizeof(kRungs[0]);
 
@@ -254,7 +258,7 @@ int main(int argc, char** argv) {
         verify::host_vector<int32_t>().swap(h_tile_ref);
     }
 
-    // ---- Part 3: float, rungs 4-7 (the whole array) and CUB (floats.cuh).
+    // ---- Part 3: float, rungs 4-8 (the whole array) and CUB (floats.cuh).
     if (floats) cpu_ms += run_float_scans(report, d_work, work_bytes, h_out, N, opt, int(rung), timed);
     CUDA_CHECK(cudaFree(d_work));
     CUDA_CHECK(cudaFreeHost(h_out));

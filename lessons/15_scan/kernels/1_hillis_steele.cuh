@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 1 of 7: Hillis-Steele, one block per tile.
+// Lesson 15 of the course (scan), rung 1 of 8: Hillis-Steele, one block per tile.
 //
 // The course so far: lesson 14 reduced an array to one sum. A scan keeps every
 // partial sum: out[i] = in[0] + ... + in[i] (inclusive) or in[0] + ... + in[i-1]

@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 2 of 7: Blelloch's work-efficient scan, one block per tile.
+// Lesson 15 of the course (scan), rung 2 of 8: Blelloch's work-efficient scan, one block per tile.
 //
 // Before: rung 1 (Hillis-Steele) scans a 2048 tile in 11 steps but 20481
 // additions. Blelloch's scan walks a balanced tree twice: the up-sweep builds

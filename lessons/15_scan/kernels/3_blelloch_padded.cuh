@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 3 of 7: Blelloch's scan with a conflict-free shared-memory index.
+// Lesson 15 of the course (scan), rung 3 of 8: Blelloch's scan with a conflict-free shared-memory index.
 //
 // Before: rung 2. Its tree reads words s(2t+1)-1 for thread t at stride s:
 // 2s words apart, so 2s lanes of a warp share a bank, up to all 32 (a 32-way

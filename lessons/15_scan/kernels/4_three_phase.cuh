@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 4 of 7: a three-phase scan of the whole array.
+// Lesson 15 of the course (scan), rung 4 of 8: a three-phase scan of the whole array.
 //
 // Before: rungs 1-3 scan tiles that fit one block. Here one block scans a tile
 // of 4096 elements (256 threads x 16, in 16-byte loads, with warp shuffles),

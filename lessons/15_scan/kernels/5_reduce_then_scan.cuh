@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 5 of 7: reduce-then-scan, 3n of memory traffic.
+// Lesson 15 of the course (scan), rung 5 of 8: reduce-then-scan, 3n of memory traffic.
 //
 // Before: rung 4 writes the whole array in phase 1, then reads and writes it
 // again in phase 3 to add the tile offsets (4n). Here the first pass only

@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 6 of 7: a single-pass scan with decoupled look-back.
+// Lesson 15 of the course (scan), rung 6 of 8: a single-pass scan with decoupled look-back.
 //
 // Before: rung 5 reads the array twice and writes it once (3n of memory traffic). Here
 // each tile learns the sum of all tiles before it from its predecessors while

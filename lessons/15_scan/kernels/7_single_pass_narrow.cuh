@@ -1,4 +1,4 @@
-// Lesson 15 of the course (scan), rung 7 of 7: rung 6 on a narrower block, 128 threads x 32 elements.
+// Lesson 15 of the course (scan), rung 7 of 8: rung 6 on a narrower block, 128 threads x 32 elements.
 //
 // Rung 6's single-pass scan with decoupled look-back, unchanged but for the
 // tile's shape: 128 threads of 8 vectors against 256 of 4, the same 4096
@@ -6,8 +6,8 @@
 // tiles resident per SM and fewer warps idle while warp 0 walks back
 // (3 of 4 against 7 of 8), at more registers per thread (README: "Why
 // 128 x 32").
-// Before: rung 6 (kernels/6_single_pass.cuh). Next: the application, stream
-// compaction (kernels/compact.cuh).
+// Before: rung 6 (kernels/6_single_pass.cuh). Next: rung 8
+// (kernels/8_single_pass_wait.cuh), a pause before the first look back.
 // Run: ./build/bin/scan --rung=7   (this rung alone, beside CUB; README.md is the handout)
 #pragma once
 #include <cuda_runtime.h>
