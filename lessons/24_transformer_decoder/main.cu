@@ -250,13 +250,11 @@ int main(int argc, char** argv) {
     // 7. The decode loop, one replay a step, then prefill of the same tokens again.
     decode_all(D, step_graph, at, out);
 
-    // 8. Timing. Prefill against cuBLAS's rate; the decode loop (from the state prefill left)
+    // 8. Timing. Prefill in turns with cuBLAS's GEMM; the decode loop (from the state prefill left)
     // by graph replays, by stream launches and by replays of the graph without the overlap, in
     // turns; one stream-launched step kernel by kernel.
     CUDA_CHECK(cudaMemcpy(D.d_tokens, out.prompt.data(), out.prompt.size() * 4, cudaMemcpyHostToDevice));
-    const double prefill_ms = lesson::time_median_ms(
-        int(opt.repeat), [&] { prefill(D, r.prompt, r.prompt - 1, false); }, D.s);
-    const double blas_tflops = cublas_tflops(D, r.batch * r.prompt, int(opt.repeat));
+    const auto [prefill_ms, blas_tflops] = time_prefill_and_blas(D, int(opt.repeat));
     const std::vector<double> loop_ms = lesson::time_interleaved_ms(
         int(opt.repeat), plain_graph ? 3 : 2,
         [&](int v) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -22,11 +23,19 @@
 #include "verify/compare.h"
 #include "verify/precision.h"
 
-// cuBLAS alone on the prefill's largest GEMM (gate/up: rows x 2 mlp x d), TFLOP/s: the yardstick.
-static double cublas_tflops(Decoder& D, int64_t rows, int repeat) {
-    const double ms = lesson::time_median_ms(
-        repeat, [&] { gemm_cublas(D, D.xn, D.layer[0].gate_up, rows, D.m.d, 2 * D.m.mlp); }, D.s);
-    return 2.0 * double(rows) * D.m.d * 2 * D.m.mlp / (ms * 1e9);
+// Prefill of the prompt, and cuBLAS alone on prefill's largest GEMM (gate/up: rows x 2 mlp x d,
+// the yardstick), timed in turns so that a clock that moves during the run moves both:
+// {prefill ms, cuBLAS TFLOP/s}.
+static std::pair<double, double> time_prefill_and_blas(Decoder& D, int repeat) {
+    const int64_t rows = D.r.batch * D.r.prompt;
+    const std::vector<double> ms = lesson::time_interleaved_ms(
+        repeat, 2,
+        [&](int v) {
+            if (v == 0) prefill(D, D.r.prompt, D.r.prompt - 1, false);
+            else gemm_cublas(D, D.xn, D.layer[0].gate_up, rows, D.m.d, 2 * D.m.mlp);
+        },
+        D.s);
+    return {ms[0], 2.0 * double(rows) * D.m.d * 2 * D.m.mlp / (ms[1] * 1e9)};
 }
 
 // Prefill's flops: 2 per weight per row, attention's QK^T and PV over the causal triangle, the LM
