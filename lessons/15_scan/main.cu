@@ -198,13 +198,10 @@ int main(int argc, char** argv) {
     double cpu_ms = cpu.ms();
     // An element a rung never writes keeps the poison: one that no right answer equals.
     const int poison = verify::absent_fill_byte({{h_int_ref.data(), N}, {h_tile_ref.data(), N}});
-    if (poison < 0) {
-        std::fprintf(stderr,
-                     "error: at --n=%lld --seed=%lld every byte pattern is a right answer, so no poison "
-                     "shows an unwritten element; try another --seed\n",
-                     (long long)n, (long long)opt.seed);
-        return 2;
-    }
+    if (poison < 0)
+        lesson::bad_input("at --n=" + std::to_string(n) + " --seed=" + std::to_string(opt.seed) +
+                          " every byte pattern is a right answer, so no poison shows an unwritten element; "
+                          "try another --seed");
 
     const compact::Above keep{static_cast<int>(threshold)};
     const size_t work_bytes = scratch_bytes(N, n_exact, keep);

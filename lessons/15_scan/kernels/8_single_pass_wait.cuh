@@ -2,11 +2,12 @@
 //
 // Rung 7's scan, unchanged but for one pause: after a tile publishes its
 // aggregate A, warp 0 sleeps kFirstLookNs before it reads its predecessors
-// (diff the two files). A tile that looks at once mostly finds them still at
-// A or X, and sums aggregates 32 at a time back to a P far behind, polling
-// status words that other SMs are still writing. A moment later the nearest
-// predecessor has usually published its P, and one window ends the walk. CUB
-// pauses the same way on this GPU (README: "Rung 8: a pause before the look").
+// (diff the two files). The expected reason it pays: a tile that looks at once
+// finds the nearest predecessors still at A or X, sums aggregates further back
+// and polls status words other SMs are writing, where a moment later the
+// nearest P may end the walk in one window. The report times whole scans and
+// does not show the walks. CUB's sm_90 tuning pauses too (README: "Rung 8: a
+// pause before the look").
 // Before: rung 7 (kernels/7_single_pass_narrow.cuh). Next: the application,
 // stream compaction (kernels/compact.cuh).
 // Run: ./build/bin/scan --rung=8   (this rung alone, beside CUB; README.md is the handout)
