@@ -21,8 +21,10 @@ object; lessons/CMakeLists.txt reads it for the build and the tests, the scripts
                  speed of exercise K (without it: the key result; docs/teaching.md)
   "ungraded"     {"K": "why"}: exercise K has no speed grade (its times are launch overhead)
   "difficulty"   the exercises': easy, medium or hard                                required
-  "profile"      {"kernels": ["name", ...], "args": "flags"}: the key kernels
-                 scripts/profile.sh profiles (names are regular expressions, joined by |)
+  "profile"      {"kernels": ["name", ...], "args": "flags", "skip": K}: the key kernels
+                 scripts/profile.sh profiles (names are regular expressions, joined by |),
+                 after K launches of them (default 0: the lesson's checks at small shapes
+                 may come first)
                  and the lesson's flags besides --quick --repeat=1 (a --rung: the default)
   "warn_spills"  why ptxas should warn when one of its kernels spills registers
   "sm90a"        which rungs exist only for sm_90a (the build makes sm_90a code for them)
@@ -197,10 +199,13 @@ def problems_of(name):
         out.append("%s: exercise(s) %s are both graded and ungraded" % (where, ", ".join(sorted(both))))
     p = m.get("profile")
     if p is not None:
-        extra = set(p) - {"kernels", "args"}
+        extra = set(p) - {"kernels", "args", "skip"}
+        skip = p.get("skip", 0)
         if extra or not isinstance(p.get("kernels"), list) or not p["kernels"] or \
-                not all(isinstance(k, str) and k for k in p["kernels"]) or not isinstance(p.get("args", ""), str):
-            out.append("%s: 'profile' must be {\"kernels\": [\"name\", ...], \"args\": \"flags\"}" % where)
+                not all(isinstance(k, str) and k for k in p["kernels"]) or not isinstance(p.get("args", ""), str) or \
+                not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+            out.append("%s: 'profile' must be {\"kernels\": [\"name\", ...], \"args\": \"flags\", \"skip\": "
+                       "launches >= 0}" % where)
     return out
 
 

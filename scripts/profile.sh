@@ -11,7 +11,8 @@
 # how many bytes), Occupancy (how many warps, what limits them) and
 # SourceCounters (which source lines stall; the lessons build with -lineinfo).
 #   --rung=N    for lessons with a ladder: profile rung N (passed to the lesson)
-#   --count=K   profile the first K launches of the key kernel (default 1)
+#   --count=K   profile K launches of the key kernel (default 1), after the manifest's
+#               "skip" launches (default 0; lesson 13 skips its three small check shapes)
 #   -- FLAGS    more flags for the lesson (e.g. -- --k=512 for lesson 17's sweep)
 # Writes build/results/profile-<lesson>.ncu-rep (open it in the Nsight Compute
 # GUI) and profile-<lesson>.txt (the same report as text). docs/profiling.md
@@ -55,6 +56,7 @@ if [ -z "$names" ]; then
   bad "lesson $dir has no key kernel (no \"profile\" in lessons/$dir/lesson.json; lessons with one: $with)"
 fi
 defaults=$($LESSONS get "$dir" profile.args)
+SKIP=$($LESSONS get "$dir" profile.skip); SKIP=${SKIP:-0}  # launches of the key kernel before the one profiled
 regex="(^|::)($names)(\$|[<(])"
 read -r -a args <<<"$defaults"
 if [ -n "$RUNG" ]; then
@@ -88,7 +90,7 @@ RES="$BUILD/results"
 mkdir -p "$RES"
 report="$RES/profile-$dir"
 
-cmd=("$NCU" --kernel-name "regex:$regex" --launch-skip 0 --launch-count "$COUNT"
+cmd=("$NCU" --kernel-name "regex:$regex" --launch-skip "$SKIP" --launch-count "$COUNT"
      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section SourceCounters
      --import-source yes -f -o "$report"
      "$exe" --quick --repeat=1 "${args[@]}" "${EXTRA[@]}")
