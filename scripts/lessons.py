@@ -23,9 +23,9 @@ object; lessons/CMakeLists.txt reads it for the build and the tests, the scripts
   "difficulty"   the exercises': easy, medium or hard                                required
   "profile"      {"kernels": ["name", ...], "args": "flags", "skip": K}: the key kernels
                  scripts/profile.sh profiles (names are regular expressions, joined by |),
-                 after K launches of them (default 0: the lesson's checks at small shapes
-                 may come first)
-                 and the lesson's flags besides --quick --repeat=1 (a --rung: the default)
+                 the lesson's flags besides --quick --repeat=1 (a --rung: the default), and
+                 how many launches of the kernels to pass over first (default 0; a lesson
+                 may check small shapes before the one worth profiling)
   "warn_spills"  why ptxas should warn when one of its kernels spills registers
   "sm90a"        which rungs exist only for sm_90a (the build makes sm_90a code for them)
 
