@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_timing import median_ms  # noqa: E402
+
 SHAPES = [(4, 16, 8192, 64), (4, 16, 8192, 128), (16, 16, 2048, 64), (16, 16, 2048, 128)]
 RUNG = "9 fused, wgmma, warp-specialized"
 LIBRARIES = [("cuDNN", "CUDNN_ATTENTION"), ("FlashAttention-2", "FLASH_ATTENTION")]
@@ -52,18 +55,7 @@ def library_ms(torch, backend, B, H, N, d, causal, reps):
     q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
     with sdpa_kernel(getattr(SDPBackend, backend)):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            begin.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(begin.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+        return median_ms(fn, reps, warmup=3)
 
 
 def driver():

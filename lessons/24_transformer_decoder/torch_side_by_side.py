@@ -25,22 +25,11 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_timing import median_ms  # noqa: E402
+
 D, LAYERS, HEADS, KV_HEADS, HD, MLP, VOCAB = 2048, 16, 32, 8, 64, 8192, 32000
 ROPE_BASE, EPS = 10000.0, 1e-5
-
-
-def median_ms(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
 
 
 class Model:
