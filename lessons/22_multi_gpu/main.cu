@@ -90,8 +90,9 @@ static void report_key_result(lesson::Report& report, const Options& o, const Sp
             report.key_result(key, x2 / 2.0, "perfect scaling", lesson::Against::Yardstick);
             report.target("compute split, 2 GPUs over 1", x2, 1.9, "x");
         } else {
-            std::snprintf(key, sizeof key, "batched SGEMM %lld x %lld^2: %.1f TFLOP/s on 1 GPU (no second GPU)",
-                          (long long)o.batch, (long long)o.n, flops / (split.gemm_ms[0] * 1e9));
+            std::snprintf(key, sizeof key, "batched SGEMM %lld x %lld^2: %.1f TFLOP/s on 1 GPU (%s)",
+                          (long long)o.batch, (long long)o.n, flops / (split.gemm_ms[0] * 1e9),
+                          o.batch < 2 ? "one product: one GPU" : "no second GPU");
             report.key_result(key);
         }
     } else if (std::isfinite(ar.ring_ms)) {
