@@ -4,21 +4,22 @@
 //         O += P V, waited: its tensor work stopped during exp2, and thread 0 loaded between
 //         its own tiles, waiting for the slower warpgroup.
 // Here:   FlashAttention-3's three changes:
-//         - warp specialization: a third warpgroup is the producer. One of its threads issues the
+//         - warp specialization: one warpgroup is the producer. One of its threads issues the
 //           TMA loads of Q and of every K/V tile into a kStages-deep ring (3 stages at d = 128,
-//           4 at d = 64), waiting on each stage's "empty" mbarrier; the two consumer warpgroups
-//           only compute. setmaxnreg moves registers from the producer (24 a thread) to the
-//           consumers (240), which hold S, P and O at once;
+//           4 at d = 64), waiting on each stage's "empty" mbarrier; the consumer warpgroups, 64
+//           query rows each, only compute. setmaxnreg moves registers from the producer to the
+//           consumers, which hold S, P and O at once: two consumers of 240 registers at d = 128;
+//           three of 160 at d = 64, where O is half as large and a score carries half the matrix
+//           work, so a third softmax in flight keeps the tensor cores fed (a 192-query block);
 //         - intra-warpgroup overlap: in iteration j a consumer issues S_j = Q K_j^T and then
 //           O += P_{j-1} V_{j-1} (two wgmma groups in flight), waits only for the first
 //           (wgmma_wait<1>), and computes the softmax of S_j while the tensor cores still run
 //           P_{j-1} V_{j-1}. O is rescaled by this tile's alpha after that group is done too;
-//         - ping-pong: the two consumers take turns to issue their wgmmas (two named barriers),
-//           so one's softmax runs while the other's products keep the tensor cores busy.
+//         - ping-pong: the consumers take turns to issue their wgmmas (a named barrier each), so
+//           their softmaxes run while another's products keep the tensor cores busy.
 // Lacks:  the output leaves through 4-byte stores from registers, not a TMA store; a block ends
 //         with its query tile (FlashAttention-3 is persistent: the next tile's loads overlap this
-//         one's epilogue); kBN = 128 keys for both d (a wider tile at d = 64 would give the tensor
-//         cores more work per softmax step).
+//         one's epilogue); kBN = 128 keys for both d.
 // Next:   lesson 22 (several GPUs).
 // Run:    ./build/bin/flash_attention --rung=9
 #pragma once
@@ -28,9 +29,19 @@
 
 namespace rung9 {
 
-constexpr int kBM = 128, kBN = 128;  // queries per block, keys per tile
-constexpr int kConsumers = 2;        // consumer warpgroups, 64 query rows each
-constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kBN = 128;  // keys per tile
+template <int D>
+constexpr int consumers() {  // consumer warpgroups, 64 query rows each
+    return D == 64 ? 3 : 2;
+}
+template <int D>
+constexpr int block_m() {  // queries per block
+    return 64 * consumers<D>();
+}
+template <int D>
+constexpr int threads() {  // + the producer warpgroup
+    return 128 * (1 + consumers<D>());
+}
 // Exercise 4 of the handout: set kPingPong = false and time --rung=9 --n=8192 at d = 64 and 128
 constexpr bool kPingPong = true;  // the consumers take turns to issue their wgmmas
 template <int D>
@@ -40,7 +51,7 @@ constexpr int stages() {  // as deep as the 227 KB of shared memory allow
 template <int D>
 struct Smem {  // every tile 1024-byte aligned (the swizzle atom)
     static constexpr int kStages = stages<D>();
-    alignas(1024) bf16 Q[kBM * D];  // D/64 boxes of 128 rows x 64 columns (128-byte rows)
+    alignas(1024) bf16 Q[block_m<D>() * D];  // D/64 boxes of block_m rows x 64 columns (128-byte rows)
     alignas(1024) bf16 K[kStages][kBN * D];
     alignas(1024) bf16 V[kStages][kBN * D];
     uint64_t q_full, k_full[kStages], v_full[kStages], empty[kStages];
@@ -57,7 +68,8 @@ __device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], const bf16* q, co
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
         const int box = kk / 4, col = 16 * (kk % 4);
-        wgmma_qk_m64n128(sc, desc_kmajor(q + box * kBM * 64 + col), desc_kmajor(k + box * kBN * 64 + col), kk > 0);
+        wgmma_qk_m64n128(sc, desc_kmajor(q + box * block_m<D>() * 64 + col), desc_kmajor(k + box * kBN * 64 + col),
+                         kk > 0);
     }
 }
 // O += P V for the V tile `v` (issued, not waited for).
@@ -114,12 +126,12 @@ __device__ __forceinline__ void pack_p(uint32_t (&p)[kBN / 16][4], const float (
 #endif  // PTX_SM90A
 
 template <int D>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(threads<D>(), 1)
     flashWarpSpecialized(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                          const __grid_constant__ CUtensorMap tm_v, Attention a) {
 #if defined(PTX_SM90A)
-    constexpr int kStages = Smem<D>::kStages;
-    constexpr uint32_t kTileBytes = kBN * D * 2;  // one K or V tile (and Q: kBM == kBN)
+    constexpr int kStages = Smem<D>::kStages, kConsumers = consumers<D>(), kBM = block_m<D>();
+    constexpr uint32_t kTileBytes = kBN * D * 2;  // one K or V tile
     extern __shared__ uint8_t smem_raw[];
     Smem<D>& s = *reinterpret_cast<Smem<D>*>((uintptr_t(smem_raw) + 1023) & ~uintptr_t(1023));
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
@@ -140,8 +152,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();
 
-    if (wg == 0) {  // ---------------- producer: one thread issues every load
-        setmaxnreg_dec<24>();
+    if (wg == 0) {                                    // ---------------- producer: one thread issues every load
+        setmaxnreg_dec<kConsumers == 2 ? 24 : 32>();  // 128 x (24 + 2 x 240) or (32 + 3 x 160) <= 64K
         if (tid == 0) {
             mbar_arrive_expect_tx(&s.q_full, kBM * D * 2);
             for (int kb = 0; kb < D / 64; ++kb) tma_load_3d(s.Q + kb * kBM * 64, &tm_q, 64 * kb, m0, head, &s.q_full);
@@ -157,34 +169,41 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
     } else {  // ---------------- consumers: 64 query rows each
-        setmaxnreg_inc<240>();
+        setmaxnreg_inc<kConsumers == 2 ? 240 : 160>();
         const int c = wg - 1;
         const float sl = a.scale * kLog2e;
         const int r0 = m0 + 64 * c;                   // the warpgroup's first query row
         const int row_a = r0 + 16 * warp + lane / 4;  // this thread's two rows: row_a and row_a + 8
         const bf16* q = s.Q + c * 64 * 64;            // its 64 rows of each Q box
+        // Causal: a warpgroup's last key is its last row, so the key tiles past it are all masked
+        // and it skips them (only taking its turns and freeing their stages). At d = 64 the block's
+        // 192 rows end up to 128 keys after the first warpgroup's.
+        const int my_tiles = a.causal ? (min(N, r0 + 64) + kBN - 1) / kBN : tiles;
         float o[D / 2];
 #pragma unroll
         for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
         float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f}, alpha[2];
         float sc[kBN / 2];
         uint32_t p[kBN / 16][4];
-        // Ping-pong: the two consumers take turns to issue their wgmmas (named barriers 1 and 2, 256
-        // threads: the 128 of the waiting warpgroup and the 128 of the other's bar.arrive), so that
-        // one's softmax runs while the other's products keep the tensor cores busy. Consumer 0 starts.
-        // Consumer c waits on barrier 1 + c and arrives on 2 - c. The ids are immediates, one branch
-        // per consumer: with an id in a register, ptxas would reserve all 16 of the block's barriers.
+        // Ping-pong: the consumers take turns to issue their wgmmas (named barriers 1, 2 and 3, 256
+        // threads: the 128 of the waiting warpgroup and the 128 of the previous one's bar.arrive), so
+        // that the others' softmaxes run while one's products keep the tensor cores busy. Consumer 0
+        // starts; consumer c waits on barrier 1 + c and arrives on the next one's, the last on 1.
+        // Every consumer takes tiles + 1 turns. The ids are immediates, one branch per consumer:
+        // with an id in a register, ptxas would reserve all 16 of the block's barriers.
         const auto my_turn = [&] {
             if (!kPingPong) return;
             if (c == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
-            else asm volatile("bar.sync 2, 256;\n" ::: "memory");
+            else if (c == 1) asm volatile("bar.sync 2, 256;\n" ::: "memory");
+            else asm volatile("bar.sync 3, 256;\n" ::: "memory");
         };
-        const auto pass_turn = [&](bool last) {  // consumer 1's last turn is passed to no one
+        const auto pass_turn = [&](bool last) {  // the last consumer's last turn is passed to no one
             if (!kPingPong) return;
             if (c == 0) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+            else if (c == 1 && kConsumers == 3) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
             else if (!last) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
         };
-        if (kPingPong && c == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+        if (kPingPong && c == kConsumers - 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
         mbar_wait(&s.q_full, 0);
 
         // Tile 0: S_0 alone, its softmax, P_0.
@@ -199,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         softmax_tile(sc, m_run, l_run, alpha, a, 0, r0, row_a, lane, sl);  // alpha = 0, O is still 0
         pack_p(p, sc);
 
-        for (int j = 1; j < tiles; ++j) {
+        for (int j = 1; j < my_tiles; ++j) {
             const int st = j % kStages, pst = (j - 1) % kStages;
             mbar_wait(&s.k_full[st], (j / kStages) & 1);
             mbar_wait(&s.v_full[pst], ((j - 1) / kStages) & 1);  // (landed long ago, as a rule)
@@ -227,16 +246,26 @@ __global__ void __launch_bounds__(kThreads, 1)
             pack_p(p, sc);
         }
         // The last tile's O += P V.
-        const int pst = (tiles - 1) % kStages;
-        mbar_wait(&s.v_full[pst], ((tiles - 1) / kStages) & 1);
+        const int pst = (my_tiles - 1) % kStages;
+        mbar_wait(&s.v_full[pst], ((my_tiles - 1) / kStages) & 1);
         my_turn();
         wgmma_fence();
         issue_pv<D>(o, p, s.V[pst]);
         wgmma_commit();
-        pass_turn(true);
+        pass_turn(my_tiles == tiles);
         wgmma_wait<0>();
         fence_acc(o);
         fence_frag(p);
+        // Causal: the tiles this warpgroup skips. It frees each stage once the tile has landed
+        // (arriving earlier could complete the stage's next phase with this tile still in use).
+        for (int j = my_tiles; j < tiles; ++j) {
+            const int st = j % kStages, prev = (j - 1) % kStages;
+            if (lane == 0) mbar_arrive(&s.empty[prev]);
+            mbar_wait(&s.k_full[st], (j / kStages) & 1);
+            mbar_wait(&s.v_full[st], (j / kStages) & 1);
+            my_turn();
+            pass_turn(j == tiles - 1);
+        }
 
         // O / l, row by row, as in rung 8.
 #pragma unroll
@@ -269,10 +298,11 @@ void launch_d(const Attention& a) {
                                         smem_bytes<D>()));
         raised = true;
     }
+    constexpr int kBM = block_m<D>();
     static AttentionMaps maps;
-    if (!maps.built_for(a, kBN)) maps = make_attention_maps(a, kBN);
+    if (!maps.built_for(a, kBN, kBM)) maps = make_attention_maps(a, kBN, kBM);
     const dim3 grid((a.N + kBM - 1) / kBM, unsigned(a.heads));
-    flashWarpSpecialized<D><<<grid, kThreads, smem_bytes<D>()>>>(maps.q, maps.k, maps.v, a);
+    flashWarpSpecialized<D><<<grid, threads<D>(), smem_bytes<D>()>>>(maps.q, maps.k, maps.v, a);
     CUDA_CHECK_LAUNCH();
 }
 inline void launch(const Attention& a) {

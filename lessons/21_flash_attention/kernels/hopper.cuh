@@ -122,10 +122,12 @@ struct AttentionMaps {
     CUtensorMap q, k, v;
     const void *Q = nullptr, *K = nullptr, *V = nullptr;
     int64_t heads = 0;
-    int N = 0, d = 0, rows = 0;
-    bool built_for(const Attention& a, int box_rows) const {
-        return Q == a.Q && K == a.K && V == a.V && heads == a.heads && N == a.N && d == a.d && rows == box_rows;
+    int N = 0, d = 0, rows = 0, q_rows = 0;
+    bool built_for(const Attention& a, int box_rows, int q_box_rows) const {
+        return Q == a.Q && K == a.K && V == a.V && heads == a.heads && N == a.N && d == a.d && rows == box_rows &&
+               q_rows == q_box_rows;
     }
+    bool built_for(const Attention& a, int box_rows) const { return built_for(a, box_rows, box_rows); }
 };
 
 // A [heads][N][d] bf16 tensor as a 3D tensor map (innermost first: d, N, heads), boxes of 64
@@ -145,12 +147,14 @@ inline CUtensorMap make_attention_map(PFN_cuTensorMapEncodeTiled_v12000 encode, 
         lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
     return map;
 }
-// Q, K and V of `a`, boxes of `box_rows` rows. cuTensorMapEncodeTiled is a driver function: the
-// runtime hands us its address once, so the program needs no -lcuda.
-inline AttentionMaps make_attention_maps(const Attention& a, int box_rows) {
+// Q, K and V of `a`, boxes of `box_rows` rows (Q's of `q_box_rows`, when a block's query tile is
+// not as tall as a key tile). cuTensorMapEncodeTiled is a driver function: the runtime hands us its
+// address once, so the program needs no -lcuda.
+inline AttentionMaps make_attention_maps(const Attention& a, int box_rows, int q_box_rows = 0) {
+    if (q_box_rows == 0) q_box_rows = box_rows;
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = lesson::tensor_map_encoder();  // common/tensor_map.h
     AttentionMaps m;
-    m.q = make_attention_map(encode, a.Q, a.heads, a.N, a.d, box_rows);
+    m.q = make_attention_map(encode, a.Q, a.heads, a.N, a.d, q_box_rows);
     m.k = make_attention_map(encode, a.K, a.heads, a.N, a.d, box_rows);
     m.v = make_attention_map(encode, a.V, a.heads, a.N, a.d, box_rows);
     m.Q = a.Q;
@@ -160,5 +164,6 @@ inline AttentionMaps make_attention_maps(const Attention& a, int box_rows) {
     m.N = a.N;
     m.d = a.d;
     m.rows = box_rows;
+    m.q_rows = q_box_rows;
     return m;
 }
