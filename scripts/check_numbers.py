@@ -27,6 +27,9 @@ handout's own lesson; KIND and NAME are as the summary (scripts/results.py colle
     variant "NAME" [ms|rate|fraction|reference_rate]   (default rate)
     metric | bound | yardstick | target "NAME"          (their value; a target's value is
                                                           a fraction for "%" targets)
+    metric | bound | yardstick "PREFIX*"                (the sum of the values of every one
+                                                          whose name starts with PREFIX; at
+                                                          least one must exist)
     check "WHAT" [rel_l2_error|max_abs_error|checked|tolerance]
                                                         (one of the report's verification
                                                           checks; default rel_l2_error)
@@ -246,6 +249,14 @@ class Expr:
             name = self.take()[1]
             items = entry.get(KINDS[kind], [])
             key = "what" if kind == "check" else "name"
+            if name.endswith("*") and kind in ("metric", "bound", "yardstick"):
+                # Every item whose name starts so, summed: a run's choices (cuBLAS or not, per
+                # projection) rename some of its items, and the sum of them all stays comparable.
+                hits = [x for x in items if x.get(key, "").startswith(name[:-1])]
+                if not hits or not all(isinstance(x.get("value"), (int, float)) for x in hits):
+                    raise Bad("%s %s has no %s named \"%s\" with a value" % (path, lesson, kind, name))
+                total = float(sum(x["value"] for x in hits))
+                return total, ["%s \"%s\" = %g, %d item(s) (%s %s)" % (kind, name, total, len(hits), path, lesson)]
             item = next((x for x in items if x.get(key) == name), None)
             if item is None:
                 near = difflib.get_close_matches(name, [x.get(key, "") for x in items], 3, 0.4)
