@@ -13,7 +13,8 @@
 //   7    decode: one query row per head against N keys, split over the keys: memory-bound.
 //   8    fused on Hopper (sm_90a): wgmma (P from registers), K/V by TMA through an mbarrier ring.
 //   9    rung 8 warp-specialized (a TMA producer warpgroup, setmaxnreg), the softmax overlapped with
-//        the next tile's wgmma, and the two consumer warpgroups taking turns (FlashAttention-3).
+//        the next tile's wgmma, and the consumer warpgroups taking turns (FlashAttention-3; three
+//        of them at d = 64).
 // Every rung is checked against a double-precision CPU reference at small N (every element,
 // causal and not, N a multiple of no tile; the fused rungs also at N = 1000, past their ring depth);
 // at the timed sizes the fused rungs are checked element by element against rung 4 (two bf16
