@@ -25,7 +25,7 @@ struct Batch {
 };
 
 struct BatchTimes {
-    lesson::LinkRates link;  // pinned, measured at the chunk's size
+    lesson::LinkRates link;  // pinned, at the chunk's size, between the batch's pages and a slot
     uint64_t chunks = 0;
     double per_image_ms = 0, per_chunk_ms = 0;  // one launch per image, one per chunk
 };
@@ -34,8 +34,6 @@ inline BatchTimes stream_batch(const Batch& b, const lesson::CommonOptions& opt,
     const size_t image_px = b.width * b.height, image_bytes = image_px * sizeof(float);
     const size_t chunk_bytes = b.chunk * image_bytes, batch_bytes = b.images * image_bytes;
     BatchTimes t;
-    // The PCIe bound at this chunk size: bursts of back-to-back chunk copies, best of several trials.
-    t.link = lesson::measure_link_gbps(chunk_bytes, true);
     float *h_bin = nullptr, *h_bout = nullptr;
     CUDA_CHECK(cudaMallocHost(&h_bin, batch_bytes));  // pinned: cudaMemcpyAsync can overlap with kernels
     CUDA_CHECK(cudaMallocHost(&h_bout, batch_bytes));
@@ -48,6 +46,9 @@ inline BatchTimes stream_batch(const Batch& b, const lesson::CommonOptions& opt,
         CUDA_CHECK(cudaMalloc(&d_slot_in[s], chunk_bytes));
         CUDA_CHECK(cudaMalloc(&d_slot_out[s], chunk_bytes));
     }
+    // The PCIe bound at this chunk size: bursts of back-to-back chunk copies, best of several trials,
+    // from and to the batch's own pinned pages (the pipeline poisons h_bout before each run).
+    t.link = lesson::measure_pinned_link_gbps(chunk_bytes, {h_bin, h_bout, batch_bytes, d_slot_in[0], d_slot_out[0]});
 
     // Chunk k goes to stream k % streams and that stream's device slot. The slot is reused by
     // chunk k + streams only after chunk k's copy-out finished: the stream runs its work in order.

@@ -15,8 +15,8 @@
 
 #include "slots.cuh"
 
-// The copies cannot beat the PCIe link (bursts of chunk-sized copies, best of several trials,
-// measured now), and the GEMMs cannot beat one strided-batched call over the whole resident
+// The copies cannot beat the PCIe link (bursts of chunk-sized copies from A's pages and into C's,
+// best of several trials, measured now; the pipeline poisons C before each run), and the GEMMs cannot beat one strided-batched call over the whole resident
 // batch (compute_ms). The larger of the two wins.
 struct PipelineBound {
     double bytes = 0;         // the batch's traffic: A and B up, C down
@@ -24,7 +24,8 @@ struct PipelineBound {
     const char* name = "";    // "PCIe bound" or "GPU compute bound"
 };
 inline PipelineBound report_bound(lesson::Report& report, const Slots& slots, double compute_ms) {
-    const lesson::LinkRates link = lesson::measure_link_gbps(slots.chunk_bytes, true);
+    const lesson::LinkRates link = lesson::measure_pinned_link_gbps(
+        slots.chunk_bytes, {slots.h_A, slots.h_C, slots.batch * slots.mat_bytes, slots.d_A[0], slots.d_C[0]});
     report.bound("pinned H2D, burst of chunk copies", link.h2d, "GB/s");
     report.bound("pinned D2H, burst of chunk copies", link.d2h, "GB/s");
     report.bound("pinned H2D + D2H at once", link.both, "GB/s");

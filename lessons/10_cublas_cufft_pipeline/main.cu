@@ -189,6 +189,10 @@ int main(int argc, char** argv) {
     // host copy) is what gets verified.
     const int rep = static_cast<int>(opt.repeat);
     Times t;
+    // The PCIe bound: bursts of chunk-sized copies, best of several trials, measured now from and
+    // to the batch's own pinned pages (h_out is poisoned before the pipeline that is verified).
+    t.link = lesson::measure_pinned_link_gbps(chunk * img_bytes,
+                                              {slots.h_in, slots.h_out, batch * img_bytes, slots.d_x[0], slots.d_y[0]});
     t.seq_ms = time_pipeline(slots, 1, false, rep);
     t.free_ms = time_pipeline(slots, streams, false, rep);
     std::memset(slots.h_out, 0xFF, batch * img_bytes);

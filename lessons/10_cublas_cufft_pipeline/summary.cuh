@@ -19,14 +19,14 @@ struct Times {
     double gemm_ms = 0, fft_ms = 0;               // one full chunk's GEMM, its FFT
     double compute_ms = 0;                        // every chunk's GEMM + FFT over the streams, no copies
     double generate_ms = 0, verify_ms = 0;        // host: the inputs, the checks (not timed on the GPU)
+    lesson::LinkRates link;                       // the PCIe link at the chunk's copy size
 };
 
 static void report_pipeline(lesson::Report& report, const cudaDeviceProp& prop, const lesson::Cli& cli, int64_t n,
                             int64_t batch, int64_t chunk, int64_t streams, size_t img_bytes, const Times& t) {
     const double batch_bytes = static_cast<double>(batch * img_bytes),
                  chunk_bytes = static_cast<double>(chunk * img_bytes);
-    // The PCIe bound: bursts of chunk-sized copies, best of several trials, measured now.
-    const lesson::LinkRates link = lesson::measure_link_gbps(static_cast<size_t>(chunk_bytes), true);
+    const lesson::LinkRates& link = t.link;
     const double link_ms = lesson::link_bound_ms(batch_bytes, batch_bytes, link);
     // The pipeline's bound: the copies cannot beat the link, the compute cannot beat compute_ms.
     const double bound_ms = std::max(link_ms, t.compute_ms);

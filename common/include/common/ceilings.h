@@ -345,86 +345,112 @@ struct LinkRates {
     double h2d = 0, d2h = 0, both = 0;
 };
 
-// The PCIe bound at the pipeline's copy size, measured as a pipeline issues
-// copies: a burst of back-to-back copies of `bytes` each (about 256 MB in all,
-// 2 to 64 copies), `trials` trials, the best one. Pinned copies are queued on a
-// stream between one event pair (both directions: two streams, fork/join);
-// pageable copies block the host, so their burst is timed with the host clock.
+// Where a pinned link probe copies: pinned host pages (`host_bytes` each way) and two
+// device buffers of one copy each. Copy k of a burst uses the host pages at k copies in,
+// wrapping at host_bytes, so a pipeline that passes its own batch buffers has its bound
+// measured on the pages it copies: large pinned allocations can copy slower than a
+// small fresh one (more pages for the host's address translation to map).
+struct LinkBuffers {
+    const void* host_up;  // the H2D copies' source, host_bytes
+    void* host_down;      // the D2H copies' destination, host_bytes
+    size_t host_bytes;
+    void* dev_up;          // the H2D copies' destination, one copy
+    const void* dev_down;  // the D2H copies' source, one copy
+};
+
+// The PCIe bound at the pipeline's copy size, measured as a pipeline issues copies: a
+// burst of back-to-back pinned copies of `bytes` each (about 256 MB in all, 2 to 64
+// copies), `trials` trials, the best one. Each direction alone goes on one stream between
+// an event pair; both at once go on two streams, fork/join.
+inline LinkRates measure_pinned_link_gbps(size_t bytes, const LinkBuffers& on, int trials = 5) {
+    const Phase phase("measure_pinned_link_gbps, bytes", (long long)bytes);
+    LinkRates r;
+    const int burst = int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
+    const size_t slots = std::max<size_t>(1, on.host_bytes / std::max<size_t>(bytes, 1));
+    size_t next_up = 0, next_down = 0;  // the host pages of the next copy each way, in copies
+    const auto host_up = [&] { return static_cast<const char*>(on.host_up) + (next_up++ % slots) * bytes; };
+    const auto host_down = [&] { return static_cast<char*>(on.host_down) + (next_down++ % slots) * bytes; };
+    cudaStream_t s1, s2;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    // Warm-up: an idle link and GPU leave their power-saving states only under load, and a bound
+    // measured before that is too low. 50 ms of copies both ways first.
+    for (HostTimer warm; warm.ms() < 50.0;) {
+        CUDA_CHECK(cudaMemcpyAsync(on.dev_up, host_up(), bytes, cudaMemcpyHostToDevice, s1));
+        CUDA_CHECK(cudaMemcpyAsync(host_down(), on.dev_down, bytes, cudaMemcpyDeviceToHost, s2));
+        CUDA_CHECK(cudaStreamSynchronize(s1));
+        CUDA_CHECK(cudaStreamSynchronize(s2));
+    }
+    // Both at once: s2 joins s1's timeline through events, so s1's event pair spans both bursts.
+    cudaEvent_t fork, join;
+    CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    const auto up = [&] { CUDA_CHECK(cudaMemcpyAsync(on.dev_up, host_up(), bytes, cudaMemcpyHostToDevice, s1)); };
+    const auto down = [&] { CUDA_CHECK(cudaMemcpyAsync(host_down(), on.dev_down, bytes, cudaMemcpyDeviceToHost, s1)); };
+    const auto both = [&] {
+        CUDA_CHECK(cudaEventRecord(fork, s1));
+        CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
+        for (int b = 0; b < burst; ++b) {
+            CUDA_CHECK(cudaMemcpyAsync(on.dev_up, host_up(), bytes, cudaMemcpyHostToDevice, s1));
+            CUDA_CHECK(cudaMemcpyAsync(host_down(), on.dev_down, bytes, cudaMemcpyDeviceToHost, s2));
+        }
+        CUDA_CHECK(cudaEventRecord(join, s2));
+        CUDA_CHECK(cudaStreamWaitEvent(s1, join, 0));
+    };
+    // The trials take turns (up, down, both; up, down, both; ...), so that each kind's samples
+    // are spread over the whole probe: a host that is busy for a few milliseconds (another
+    // process, the last lesson's threads) then spoils a few samples, not every sample of one
+    // kind, and the bound stays a bound.
+    // Small copies make short bursts (64 copies of 64 KB: about 0.1 ms), and 2 x trials rounds of
+    // them last a few milliseconds: one slow stretch of the host can cover all of them. So the
+    // rounds go on until they have lasted kMinProbeMs too (at most 20 x trials rounds).
+    constexpr double kMinProbeMs = 40.0;
+    double ms_up = INFINITY, ms_down = INFINITY, ms_both = INFINITY;
+    const HostTimer probe;
+    for (int t = 0; t < 20 * trials && (t < 2 * trials || probe.ms() < kMinProbeMs); ++t) {
+        ms_up = std::min(ms_up, best_burst_ms(1, burst, up, s1));
+        ms_down = std::min(ms_down, best_burst_ms(1, burst, down, s1));
+        ms_both = std::min(ms_both, best_burst_ms(1, 1, both, s1));
+    }
+    r.h2d = bytes / (ms_up * 1e6);
+    r.d2h = bytes / (ms_down * 1e6);
+    r.both = 2.0 * double(bytes) * burst / (ms_both * 1e6);
+    CUDA_CHECK(cudaEventDestroy(fork));
+    CUDA_CHECK(cudaEventDestroy(join));
+    CUDA_CHECK(cudaStreamDestroy(s1));
+    CUDA_CHECK(cudaStreamDestroy(s2));
+    return r;
+}
+
+// The link at one copy size on buffers of its own: pinned (measure_pinned_link_gbps) or
+// pageable. Pageable copies block the host, so their burst is timed with the host clock,
+// and they do not overlap (both = 0).
 inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     const Phase phase(pinned ? "measure_link_gbps pinned, bytes" : "measure_link_gbps pageable, bytes",
                       (long long)bytes);
-    LinkRates r;
-    const int burst = int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
-    char *h_a = nullptr, *h_b = nullptr;
-    if (pinned) {
-        CUDA_CHECK(cudaMallocHost(&h_a, bytes));
-        CUDA_CHECK(cudaMallocHost(&h_b, bytes));
-    } else {
-        h_a = static_cast<char*>(std::malloc(bytes));
-        h_b = static_cast<char*>(std::malloc(bytes));
-        if (!h_a || !h_b) fail_call("host", "malloc", "out of memory", __FILE__, __LINE__);
-    }
-    if (!pinned) {  // touch the pages: first-touch cost is not transfer cost (pinned pages are touched already)
-        std::memset(h_a, 1, bytes);
-        std::memset(h_b, 2, bytes);
-    }
     char *d_a = nullptr, *d_b = nullptr;
     CUDA_CHECK(cudaMalloc(&d_a, bytes));
     CUDA_CHECK(cudaMalloc(&d_b, bytes));
     CUDA_CHECK(cudaMemset(d_a, 0, bytes));
     CUDA_CHECK(cudaMemset(d_b, 0, bytes));
-    CUDA_CHECK(cudaDeviceSynchronize());  // the copies below go on non-blocking streams, which do not wait for
-                                          // the legacy default stream's memsets
-    cudaStream_t s1, s2;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    const double burst_bytes = double(bytes) * burst;
+    CUDA_CHECK(cudaDeviceSynchronize());  // the probe's copies go on non-blocking streams, which do not wait
+                                          // for the legacy default stream's memsets
+    LinkRates r;
     if (pinned) {
-        // Warm-up: an idle link and GPU leave their power-saving states only under load, and a bound
-        // measured before that is too low. 50 ms of copies both ways first.
-        for (HostTimer warm; warm.ms() < 50.0;) {
-            CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
-            CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
-            CUDA_CHECK(cudaStreamSynchronize(s1));
-            CUDA_CHECK(cudaStreamSynchronize(s2));
-        }
-        // Both at once: s2 joins s1's timeline through events, so s1's event pair spans both bursts.
-        cudaEvent_t fork, join;
-        CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-        const auto up = [&] { CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1)); };
-        const auto down = [&] { CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s1)); };
-        const auto both = [&] {
-            CUDA_CHECK(cudaEventRecord(fork, s1));
-            CUDA_CHECK(cudaStreamWaitEvent(s2, fork, 0));
-            for (int b = 0; b < burst; ++b) {
-                CUDA_CHECK(cudaMemcpyAsync(d_a, h_a, bytes, cudaMemcpyHostToDevice, s1));
-                CUDA_CHECK(cudaMemcpyAsync(h_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
-            }
-            CUDA_CHECK(cudaEventRecord(join, s2));
-            CUDA_CHECK(cudaStreamWaitEvent(s1, join, 0));
-        };
-        // The trials take turns (up, down, both; up, down, both; ...), so that each kind's samples
-        // are spread over the whole probe: a host that is busy for a few milliseconds (another
-        // process, the last lesson's threads) then spoils a few samples, not every sample of one
-        // kind, and the bound stays a bound.
-        // Small copies make short bursts (64 copies of 64 KB: about 0.1 ms), and 2 x trials rounds of
-        // them last a few milliseconds: one slow stretch of the host can cover all of them. So the
-        // rounds go on until they have lasted kMinProbeMs too (at most 20 x trials rounds).
-        constexpr double kMinProbeMs = 40.0;
-        double ms_up = INFINITY, ms_down = INFINITY, ms_both = INFINITY;
-        const HostTimer probe;
-        for (int t = 0; t < 20 * trials && (t < 2 * trials || probe.ms() < kMinProbeMs); ++t) {
-            ms_up = std::min(ms_up, best_burst_ms(1, burst, up, s1));
-            ms_down = std::min(ms_down, best_burst_ms(1, burst, down, s1));
-            ms_both = std::min(ms_both, best_burst_ms(1, 1, both, s1));
-        }
-        r.h2d = bytes / (ms_up * 1e6);
-        r.d2h = bytes / (ms_down * 1e6);
-        r.both = 2.0 * burst_bytes / (ms_both * 1e6);
-        CUDA_CHECK(cudaEventDestroy(fork));
-        CUDA_CHECK(cudaEventDestroy(join));
+        char *h_a = nullptr, *h_b = nullptr;
+        CUDA_CHECK(cudaMallocHost(&h_a, bytes));
+        CUDA_CHECK(cudaMallocHost(&h_b, bytes));
+        r = measure_pinned_link_gbps(bytes, LinkBuffers{h_a, h_b, bytes, d_a, d_b}, trials);
+        CUDA_CHECK(cudaFreeHost(h_a));
+        CUDA_CHECK(cudaFreeHost(h_b));
     } else {
+        char* h_a = static_cast<char*>(std::malloc(bytes));
+        char* h_b = static_cast<char*>(std::malloc(bytes));
+        if (!h_a || !h_b) fail_call("host", "malloc", "out of memory", __FILE__, __LINE__);
+        std::memset(h_a, 1, bytes);  // touch the pages: first-touch cost is not transfer cost
+        std::memset(h_b, 2, bytes);
+        const int burst =
+            int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
         auto best_host = [&](auto&& copy) {
             copy();
             CUDA_CHECK(cudaDeviceSynchronize());
@@ -437,23 +463,17 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
             }
             return best;
         };
-        double ms = best_host([&] { CUDA_CHECK(cudaMemcpy(d_a, h_a, bytes, cudaMemcpyHostToDevice)); });
-        r.h2d = burst_bytes / (ms * 1e6);
-        ms = best_host([&] { CUDA_CHECK(cudaMemcpy(h_b, d_b, bytes, cudaMemcpyDeviceToHost)); });
-        r.d2h = burst_bytes / (ms * 1e6);
-        r.both = 0;  // pageable copies do not overlap
-    }
-    CUDA_CHECK(cudaStreamDestroy(s1));
-    CUDA_CHECK(cudaStreamDestroy(s2));
-    CUDA_CHECK(cudaFree(d_a));
-    CUDA_CHECK(cudaFree(d_b));
-    if (pinned) {
-        CUDA_CHECK(cudaFreeHost(h_a));
-        CUDA_CHECK(cudaFreeHost(h_b));
-    } else {
+        const double burst_bytes = double(bytes) * burst;
+        r.h2d =
+            burst_bytes / (best_host([&] { CUDA_CHECK(cudaMemcpy(d_a, h_a, bytes, cudaMemcpyHostToDevice)); }) * 1e6);
+        r.d2h =
+            burst_bytes / (best_host([&] { CUDA_CHECK(cudaMemcpy(h_b, d_b, bytes, cudaMemcpyDeviceToHost)); }) * 1e6);
+        r.both = 0;
         std::free(h_a);
         std::free(h_b);
     }
+    CUDA_CHECK(cudaFree(d_a));
+    CUDA_CHECK(cudaFree(d_b));
     return r;
 }
 
