@@ -223,7 +223,7 @@ void launch_d(const Attention& a) {
         raised = true;
     }
     static AttentionMaps maps;
-    if (!maps.built_for(a, kBN)) maps = make_attention_maps(a, kBN);  // boxes of 128 rows: kBM == kBN
+    if (!maps.built_for(a, kBN, kBM)) maps = make_attention_maps(a, kBN, kBM);
     const dim3 grid((a.N + kBM - 1) / kBM, unsigned(a.heads));
     flashWgmma<D><<<grid, kThreads, smem_bytes<D>()>>>(maps.q, maps.k, maps.v, a);
     CUDA_CHECK_LAUNCH();

@@ -127,7 +127,6 @@ struct AttentionMaps {
         return Q == a.Q && K == a.K && V == a.V && heads == a.heads && N == a.N && d == a.d && rows == box_rows &&
                q_rows == q_box_rows;
     }
-    bool built_for(const Attention& a, int box_rows) const { return built_for(a, box_rows, box_rows); }
 };
 
 // A [heads][N][d] bf16 tensor as a 3D tensor map (innermost first: d, N, heads), boxes of 64
@@ -147,11 +146,10 @@ inline CUtensorMap make_attention_map(PFN_cuTensorMapEncodeTiled_v12000 encode, 
         lesson::fail_call("CUDA driver", "cuTensorMapEncodeTiled", std::to_string(int(r)).c_str(), __FILE__, __LINE__);
     return map;
 }
-// Q, K and V of `a`, boxes of `box_rows` rows (Q's of `q_box_rows`, when a block's query tile is
-// not as tall as a key tile). cuTensorMapEncodeTiled is a driver function: the runtime hands us its
+// Q, K and V of `a`: K's and V's boxes of `box_rows` rows (a key tile), Q's of `q_box_rows` (a
+// block's query tile, which need not be as tall). cuTensorMapEncodeTiled is a driver function: the runtime hands us its
 // address once, so the program needs no -lcuda.
-inline AttentionMaps make_attention_maps(const Attention& a, int box_rows, int q_box_rows = 0) {
-    if (q_box_rows == 0) q_box_rows = box_rows;
+inline AttentionMaps make_attention_maps(const Attention& a, int box_rows, int q_box_rows) {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = lesson::tensor_map_encoder();  // common/tensor_map.h
     AttentionMaps m;
     m.q = make_attention_map(encode, a.Q, a.heads, a.N, a.d, q_box_rows);
