@@ -365,6 +365,8 @@ struct LinkBuffers {
 // an event pair; both at once go on two streams, fork/join.
 inline LinkRates measure_pinned_link_gbps(size_t bytes, const LinkBuffers& on, int trials = 5) {
     const Phase phase("measure_pinned_link_gbps, bytes", (long long)bytes);
+    if (on.host_bytes < bytes)
+        fail_call("host", "measure_pinned_link_gbps", "host buffers shorter than one copy", __FILE__, __LINE__);
     LinkRates r;
     const int burst = int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
     const size_t slots = std::max<size_t>(1, on.host_bytes / std::max<size_t>(bytes, 1));
