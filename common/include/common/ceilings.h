@@ -359,16 +359,21 @@ struct LinkBuffers {
                      // memory never written)
 };
 
+// Copies of `bytes` in one burst of a link probe: about 256 MB in all, 2 to 64 copies.
+inline int link_burst_copies(size_t bytes) {
+    return int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
+}
+
 // The PCIe bound at the pipeline's copy size, measured as a pipeline issues copies: a
-// burst of back-to-back pinned copies of `bytes` each (about 256 MB in all, 2 to 64
-// copies), `trials` trials, the best one. Each direction alone goes on one stream between
+// burst of back-to-back pinned copies of `bytes` each (link_burst_copies), `trials`
+// trials, the best one. Each direction alone goes on one stream between
 // an event pair; both at once go on two streams, fork/join.
 inline LinkRates measure_pinned_link_gbps(size_t bytes, const LinkBuffers& on, int trials = 5) {
     const Phase phase("measure_pinned_link_gbps, bytes", (long long)bytes);
     if (on.host_bytes < bytes)
         fail_call("host", "measure_pinned_link_gbps", "host buffers shorter than one copy", __FILE__, __LINE__);
     LinkRates r;
-    const int burst = int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
+    const int burst = link_burst_copies(bytes);
     const size_t slots = std::max<size_t>(1, on.host_bytes / std::max<size_t>(bytes, 1));
     size_t next_up = 0, next_down = 0;  // the host pages of the next copy each way, in copies
     const auto host_up = [&] { return static_cast<const char*>(on.host_up) + (next_up++ % slots) * bytes; };
@@ -435,10 +440,8 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
     const Phase phase(pinned ? "measure_link_gbps pinned, bytes" : "measure_link_gbps pageable, bytes",
                       (long long)bytes);
     char *d_a = nullptr, *d_b = nullptr;
-    CUDA_CHECK(cudaMalloc(&d_a, bytes));
-    CUDA_CHECK(cudaMalloc(&d_b, bytes));
-    CUDA_CHECK(cudaMemset(d_a, 0, bytes));
-    CUDA_CHECK(cudaMemset(d_b, 0, bytes));
+    CUDA_CHECK(cudaMalloc(&d_a, bytes));  // the H2D copies' destination
+    CUDA_CHECK(cudaMalloc(&d_b, bytes));  // the D2H copies' source
     LinkRates r;
     if (pinned) {
         char *h_a = nullptr, *h_b = nullptr;
@@ -453,8 +456,8 @@ inline LinkRates measure_link_gbps(size_t bytes, bool pinned, int trials = 5) {
         if (!h_a || !h_b) fail_call("host", "malloc", "out of memory", __FILE__, __LINE__);
         std::memset(h_a, 1, bytes);  // touch the pages: first-touch cost is not transfer cost
         std::memset(h_b, 2, bytes);
-        const int burst =
-            int(std::min<size_t>(64, std::max<size_t>(2, (size_t(256) << 20) / std::max<size_t>(bytes, 1))));
+        CUDA_CHECK(cudaMemset(d_b, 0, bytes));  // initcheck flags a copy of memory never written
+        const int burst = link_burst_copies(bytes);
         auto best_host = [&](auto&& copy) {
             copy();
             CUDA_CHECK(cudaDeviceSynchronize());
