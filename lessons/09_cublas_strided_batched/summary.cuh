@@ -16,8 +16,9 @@
 #include "slots.cuh"
 
 // The copies cannot beat the PCIe link (bursts of chunk-sized copies from A's pages and into C's,
-// best of several trials, measured now; the pipeline poisons C before each run), and the GEMMs cannot beat one strided-batched call over the whole resident
-// batch (compute_ms). The larger of the two wins.
+// best of several trials, measured now; the pipeline poisons C before each run), and the GEMMs
+// cannot beat one strided-batched call over the whole resident batch (compute_ms). The larger of
+// the two wins.
 struct PipelineBound {
     double bytes = 0;         // the batch's traffic: A and B up, C down
     double ms = 0, gbps = 0;  // the bound, as a time and as a rate of that traffic

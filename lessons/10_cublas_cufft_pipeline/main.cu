@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
     t.generate_ms = generate_ms;
     t.verify_ms = verify_timer.ms();
 
-    // ---- Report: the stages, then the pipeline against the PCIe bound measured now (summary.cuh).
+    // ---- Report: the stages, then the pipeline against the bounds measured above (summary.cuh).
     report_pipeline(report, prop, cli, n, batch, chunk, streams, img_bytes, t);
 
     // ---- Free everything.

@@ -147,8 +147,8 @@ inline CUtensorMap make_attention_map(PFN_cuTensorMapEncodeTiled_v12000 encode, 
     return map;
 }
 // Q, K and V of `a`: K's and V's boxes of `box_rows` rows (a key tile), Q's of `q_box_rows` (a
-// block's query tile, which need not be as tall). cuTensorMapEncodeTiled is a driver function: the runtime hands us its
-// address once, so the program needs no -lcuda.
+// block's query tile, which need not be as tall). cuTensorMapEncodeTiled is a driver function:
+// the runtime hands us its address once, so the program needs no -lcuda.
 inline AttentionMaps make_attention_maps(const Attention& a, int box_rows, int q_box_rows) {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = lesson::tensor_map_encoder();  // common/tensor_map.h
     AttentionMaps m;
