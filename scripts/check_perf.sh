@@ -32,31 +32,46 @@ verdict_read() {
   [ -n "$v_result" ] || v_result=FAIL
 }
 
-# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: runs PROGRAM ARGS --json=REPORT.json with its
-# output in LOG, and reads the report (verdict). With RETRY=1, a run that PASSes but misses a
-# target or warns runs once more, and only the second run counts: a lent GPU machine shares its
-# host and PCIe path with others (a PCIe pipeline ran at 51% of its bound, and at 85% in the next
-# run of the same build); a real regression misses twice. The first run's log and report stay
-# beside as NAME.first.log and NAME.first.json, what it missed in perf_first_missed and
-# perf_first_warnings. Sets perf_rc and perf_secs of the run that counts.
+# perf_once LOG REPORT.json PROGRAM [ARGS...]: one run of PROGRAM ARGS --json=REPORT.json, its
+# output in LOG; sets perf_rc and perf_secs.
+perf_once() {
+  local log=$1 json=$2 start
+  shift 2
+  rm -f "$json"
+  start=$(date +%s%N)
+  "$@" --json="$json" >"$log" 2>&1
+  perf_rc=$?
+  perf_secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+}
+
+# The retry rule. perf_again RETRY: true when a first run (perf_rc and its verdict in v_*) runs
+# once more: with RETRY=1, a run that PASSes but misses a target or warns. Only the second run
+# counts: a lent GPU machine shares its host and PCIe path with others (a PCIe pipeline ran at 51%
+# of its bound, and at 85% in the next run of the same build); a real regression misses twice.
+perf_again() {
+  [ "$1" = 1 ] && [ "$perf_rc" = 0 ] && [ $((${#v_missed[@]} + ${#v_warnings[@]})) -gt 0 ]
+}
+# perf_set_aside LOG REPORT.json: the first run's log and report become NAME.first.log and
+# NAME.first.json, what it missed perf_first_missed and perf_first_warnings.
+perf_set_aside() {
+  perf_first_missed=("${v_missed[@]}"); perf_first_warnings=("${v_warnings[@]}")
+  mv "$1" "${1%.log}.first.log"
+  [ -f "$2" ] && mv "$2" "${2%.json}.first.json"
+}
+
+# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: perf_once, its verdict, and with RETRY=1 the
+# second run perf_again asks for. Sets perf_rc, perf_secs and v_* of the run that counts.
 perf_run() {
-  local retry=$1 log=$2 json=$3 attempt start
+  local retry=$1 log=$2 json=$3
   shift 3
   perf_first_missed=(); perf_first_warnings=()
   rm -f "${log%.log}.first.log" "${json%.json}.first.json"
-  for attempt in 1 2; do
-    rm -f "$json"
-    start=$(date +%s%N)
-    "$@" --json="$json" >"$log" 2>&1
-    perf_rc=$?
-    perf_secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    verdict "$json" "$log"
-    [ "$retry" = 1 ] && [ $perf_rc = 0 ] && [ $attempt = 1 ] || break
-    [ $((${#v_missed[@]} + ${#v_warnings[@]})) -gt 0 ] || break
-    perf_first_missed=("${v_missed[@]}"); perf_first_warnings=("${v_warnings[@]}")
-    mv "$log" "${log%.log}.first.log"
-    [ -f "$json" ] && mv "$json" "${json%.json}.first.json"
-  done
+  perf_once "$log" "$json" "$@"
+  verdict "$json" "$log"
+  perf_again "$retry" || return 0
+  perf_set_aside "$log" "$json"
+  perf_once "$log" "$json" "$@"
+  verdict "$json" "$log"
 }
 
 # What v_missed and v_warnings hold, under a heading each.
