@@ -7,7 +7,8 @@
 #   --check-targets  the performance regression test: at default size, fail when a
 #                  lesson misses one of its benchmark targets (the "targets" of its
 #                  JSON report) or prints a WARNING (not with --quick or --sanitize);
-#                  a lesson that does runs once more, and fails only if it misses again
+#                  a lesson that does runs once more (after every lesson's first run),
+#                  and fails only if it misses again
 #   --sanitize     run each lesson at --quick size under compute-sanitizer
 #                  memcheck, racecheck, synccheck and initcheck; any error is a FAIL
 #   --only=PATTERN run only lessons whose folder name matches the shell pattern
@@ -43,7 +44,7 @@ for arg in "$@"; do
     --check-targets) TARGETS=1 ;;
     --only=*) ONLY=${arg#--only=} ;;
     --no-build) DO_BUILD=0 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
