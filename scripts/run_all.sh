@@ -118,20 +118,24 @@ pending=()  # lessons run (name, result, metric, fraction, seconds), waiting for
 suffix=""; [ "$QUICK" = 1 ] && suffix=".quick"
 args=()
 [ "$QUICK" = 1 ] && args+=(--quick)
-# The timed runs, one lesson after another. Each run's report is read (results.py verdict, a
-# Python process) in the background while the next lesson runs; a run that --check-targets
-# sends round again (perf_again, scripts/check_perf.sh) runs after all the first runs.
+# The timed runs, one lesson after another, nothing else running beside them. Then every run's
+# report is read (results.py verdict, one Python process each), all at once; a run that
+# --check-targets sends round again (perf_again, scripts/check_perf.sh) runs after that.
 if [ "$SANITIZE" = 0 ]; then
-  verdicts=()
   for name in "${lessons[@]}"; do
     exe="$BIN/${name#[0-9][0-9]_}"
+    rm -f "$RES/$name.run" "$RES/$name.verdict"
     [ -x "$exe" ] || continue
     log="$RES/$name$suffix.log"; json="$RES/$name$suffix.json"
     rm -f "${log%.log}.first.log" "${json%.json}.first.json"
     perf_once "$log" "$json" "$exe" "${args[@]}"
     printf '%s %s\n' "$perf_rc" "$perf_secs" >"$RES/$name.run"
     echo "$name: exit $perf_rc ($perf_secs s)"
-    python3 "$RESULTS_PY" verdict --log="$log" "$json" >"$RES/$name.verdict" &
+  done
+  verdicts=()
+  for name in "${lessons[@]}"; do
+    [ -f "$RES/$name.run" ] || continue
+    python3 "$RESULTS_PY" verdict --log="$RES/$name$suffix.log" "$RES/$name$suffix.json" >"$RES/$name.verdict" &
     verdicts+=($!)
   done
   [ ${#verdicts[@]} = 0 ] || wait "${verdicts[@]}"
