@@ -206,8 +206,12 @@ done
 # 24 of them took 5.3 s with 8, 16 or 24 at a time).
 if [ ${#pending[@]} -gt 0 ]; then
   fault_start=$(date +%s%N)
-  for entry in "${pending[@]}"; do
-    name=${entry%%$'\x1f'*}
+  # Longest timed run first, so that the slow fault checks do not start last and run alone.
+  mapfile -t order < <(for entry in "${pending[@]}"; do
+    IFS=$'\x1f' read -r name result metric frac secs <<<"$entry"
+    printf '%s\t%s\n' "${secs:-0}" "$name"
+  done | sort -t$'\t' -k1,1gr -k2,2 | cut -f2)
+  for name in "${order[@]}"; do
     [ -x "$BIN/${name#[0-9][0-9]_}" ] || continue  # not built: no fault check
     while [ "$(jobs -rp | wc -l)" -ge "${FAULT_JOBS:-8}" ]; do wait -n; done
     f="$RES/$name.fault"
