@@ -44,34 +44,33 @@ perf_once() {
   perf_secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 }
 
-# The retry rule. perf_again RETRY: true when a first run (perf_rc and its verdict in v_*) runs
-# once more: with RETRY=1, a run that PASSes but misses a target or warns. Only the second run
-# counts: a lent GPU machine shares its host and PCIe path with others (a PCIe pipeline ran at 51%
-# of its bound, and at 85% in the next run of the same build); a real regression misses twice.
-perf_again() {
-  [ "$1" = 1 ] && [ "$perf_rc" = 0 ] && [ $((${#v_missed[@]} + ${#v_warnings[@]})) -gt 0 ]
-}
-# perf_set_aside LOG REPORT.json: the first run's log and report become NAME.first.log and
-# NAME.first.json, what it missed perf_first_missed and perf_first_warnings.
-perf_set_aside() {
-  perf_first_missed=("${v_missed[@]}"); perf_first_warnings=("${v_warnings[@]}")
-  mv "$1" "${1%.log}.first.log"
-  [ -f "$2" ] && mv "$2" "${2%.json}.first.json"
-}
-
-# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: perf_once, its verdict, and with RETRY=1 the
-# second run perf_again asks for. Sets perf_rc, perf_secs and v_* of the run that counts.
-perf_run() {
+# The retry rule. perf_second RETRY LOG REPORT.json PROGRAM [ARGS...], after a first run and its
+# verdict (perf_rc, v_*): with RETRY=1, a run that PASSed but missed a target or warned runs once
+# more, and only the second run counts: a lent GPU machine shares its host and PCIe path with
+# others (a PCIe pipeline ran at 51% of its bound, and at 85% in the next run of the same build); a
+# real regression misses twice. The first run's log and report become NAME.first.log and
+# NAME.first.json, what it missed perf_first_missed and perf_first_warnings. Leaves perf_rc,
+# perf_secs and v_* of the run that counts.
+perf_second() {
   local retry=$1 log=$2 json=$3
   shift 3
   perf_first_missed=(); perf_first_warnings=()
+  [ "$retry" = 1 ] && [ "$perf_rc" = 0 ] && [ $((${#v_missed[@]} + ${#v_warnings[@]})) -gt 0 ] || return 0
+  perf_first_missed=("${v_missed[@]}"); perf_first_warnings=("${v_warnings[@]}")
+  mv "$log" "${log%.log}.first.log"
+  [ -f "$json" ] && mv "$json" "${json%.json}.first.json"
+  perf_once "$log" "$json" "$@"
+  verdict "$json" "$log"
+}
+
+# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: perf_once, its verdict, then perf_second.
+perf_run() {
+  local retry=$1 log=$2 json=$3
+  shift 3
   rm -f "${log%.log}.first.log" "${json%.json}.first.json"
   perf_once "$log" "$json" "$@"
   verdict "$json" "$log"
-  perf_again "$retry" || return 0
-  perf_set_aside "$log" "$json"
-  perf_once "$log" "$json" "$@"
-  verdict "$json" "$log"
+  perf_second "$retry" "$log" "$json" "$@"
 }
 
 # What v_missed and v_warnings hold, under a heading each.

@@ -53,7 +53,7 @@ if [ "$TARGETS" = 1 ] && { [ "$QUICK" = 1 ] || [ "$SANITIZE" = 1 ]; }; then
 fi
 
 command -v python3 >/dev/null || { echo "run_all.sh: needs python3 (it reads the lessons' JSON reports)" >&2; exit 1; }
-. scripts/check_perf.sh  # verdict, verdict_read, perf_once and perf_again: the retry rule of --check-targets
+. scripts/check_perf.sh  # verdict, verdict_read, perf_once and perf_second: the retry rule of --check-targets
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 lessons=()
 for d in lessons/[0-9][0-9]_*/; do
@@ -120,7 +120,7 @@ args=()
 [ "$QUICK" = 1 ] && args+=(--quick)
 # The timed runs, one lesson after another, nothing else running beside them. Then every run's
 # report is read (results.py verdict, one Python process each), all at once; a run that
-# --check-targets sends round again (perf_again, scripts/check_perf.sh) runs after that.
+# --check-targets sends round again (perf_second, scripts/check_perf.sh) runs after that.
 if [ "$SANITIZE" = 0 ]; then
   for name in "${lessons[@]}"; do
     exe="$BIN/${name#[0-9][0-9]_}"
@@ -168,18 +168,12 @@ for name in "${lessons[@]}"; do
     echo "$name: $result ($detail)"
     continue
   fi
-  # --check-targets: a PASS that missed a target or warned runs once more; only a second miss
-  # counts. The first run's log stays as NAME.first.log.
+  # --check-targets: the second run the rule asks for (perf_second).
   log="$RES/$name$suffix.log"; json="$RES/$name$suffix.json"
   read -r perf_rc perf_secs <"$RES/$name.run"
   verdict_read <"$RES/$name.verdict"
   rm -f "$RES/$name.run" "$RES/$name.verdict"
-  perf_first_missed=(); perf_first_warnings=()
-  if perf_again "$TARGETS"; then
-    perf_set_aside "$log" "$json"
-    perf_once "$log" "$json" "$exe" "${args[@]}"
-    verdict "$json" "$log"
-  fi
+  perf_second "$TARGETS" "$log" "$json" "$exe" "${args[@]}"
   rc=$perf_rc; secs=$perf_secs
   for t in "${perf_first_missed[@]}" "${perf_first_warnings[@]}"; do retried+=("$name: first run: $t"); done
   case $rc in
