@@ -6,7 +6,7 @@
 # warns runs once more, and only a second miss fails. Exit 77 (no GPU, or nothing of the lesson
 # can run on this GPU) is passed through with the reason, so CTest reports SKIP.
 #
-# scripts/run_all.sh sources this file for perf_run, so the rule is written once.
+# scripts/run_all.sh sources this file for perf_first and perf_second, so the rule is written once.
 
 RESULTS_PY="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/results.py"
 
@@ -44,6 +44,13 @@ perf_once() {
   perf_secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 }
 
+# perf_first LOG REPORT.json PROGRAM [ARGS...]: a lesson's first run (perf_once), after removing
+# what an earlier run's second try left as NAME.first.log and NAME.first.json.
+perf_first() {
+  rm -f "${1%.log}.first.log" "${2%.json}.first.json"
+  perf_once "$@"
+}
+
 # The retry rule. perf_second RETRY LOG REPORT.json PROGRAM [ARGS...], after a first run and its
 # verdict (perf_rc, v_*): with RETRY=1, a run that PASSed but missed a target or warned runs once
 # more, and only the second run counts: a lent GPU machine shares its host and PCIe path with
@@ -63,12 +70,11 @@ perf_second() {
   verdict "$json" "$log"
 }
 
-# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: perf_once, its verdict, then perf_second.
+# perf_run RETRY LOG REPORT.json PROGRAM [ARGS...]: perf_first, its verdict, then perf_second.
 perf_run() {
   local retry=$1 log=$2 json=$3
   shift 3
-  rm -f "${log%.log}.first.log" "${json%.json}.first.json"
-  perf_once "$log" "$json" "$@"
+  perf_first "$log" "$json" "$@"
   verdict "$json" "$log"
   perf_second "$retry" "$log" "$json" "$@"
 }

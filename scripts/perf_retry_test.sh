@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # perf_retry_test.sh - CPU test of the rule that scripts/check_perf.sh and
-# scripts/run_all.sh --check-targets share (perf_run): a lesson that PASSes but
+# scripts/run_all.sh --check-targets share (perf_first, perf_second): a lesson that PASSes but
 # misses a target (or warns) runs once more, and only a second miss fails; and of
 # how both read a run from its JSON report (scripts/results.py verdict), or from its
 # RESULT line where it wrote none; and of the sanitizer runner (scripts/sanitize.sh) that

@@ -53,7 +53,7 @@ if [ "$TARGETS" = 1 ] && { [ "$QUICK" = 1 ] || [ "$SANITIZE" = 1 ]; }; then
 fi
 
 command -v python3 >/dev/null || { echo "run_all.sh: needs python3 (it reads the lessons' JSON reports)" >&2; exit 1; }
-. scripts/check_perf.sh  # verdict, verdict_read, perf_once and perf_second: the retry rule of --check-targets
+. scripts/check_perf.sh  # verdict_read, perf_first and perf_second: the retry rule of --check-targets
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 lessons=()
 for d in lessons/[0-9][0-9]_*/; do
@@ -127,8 +127,7 @@ if [ "$SANITIZE" = 0 ]; then
     rm -f "$RES/$name.run" "$RES/$name.verdict"
     [ -x "$exe" ] || continue
     log="$RES/$name$suffix.log"; json="$RES/$name$suffix.json"
-    rm -f "${log%.log}.first.log" "${json%.json}.first.json"
-    perf_once "$log" "$json" "$exe" "${args[@]}"
+    perf_first "$log" "$json" "$exe" "${args[@]}"
     printf '%s %s\n' "$perf_rc" "$perf_secs" >"$RES/$name.run"
     echo "$name: exit $perf_rc ($perf_secs s)"
   done
